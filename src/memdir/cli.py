@@ -1,0 +1,149 @@
+"""The ``memdir`` command: a thin shell where each command calls one library function.
+
+Errors reach the user in one place (`_fail_cleanly`): a `MemdirError` becomes one line on stderr and exit
+status 1; anything unexpected is logged with its traceback to the memdir log and reported in one line too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import click
+
+from . import __version__
+from .config import default_store_url
+from .errors import MemdirError
+from .store import DEFAULT_NAMESPACE, Store, open_store
+from .tool import MemoryTool
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+log = logging.getLogger("memdir.cli")
+
+
+class Context:
+    """What the group's options decided, shared with every command."""
+
+    def __init__(self, store_url: str | None, namespace: str) -> None:
+        self.store_url = store_url
+        self.namespace = namespace
+        self._store: Store | None = None
+
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.store_url, namespace=self.namespace)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def _fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn errors into one line on stderr and a non-zero exit, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except MemdirError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            log.exception("memdir: unexpected error")
+            raise click.ClickException(f"internal error ({type(exc).__name__}); see the memdir log") from exc
+
+    return wrapper
+
+
+pass_context = click.make_pass_decorator(Context)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="memdir")
+@click.option(
+    "--store",
+    "store_url",
+    envvar="MEMDIR_STORE",
+    metavar="URL",
+    help="Store to use: a directory path, file:PATH, sqlite:PATH or memory:. "
+    "[env MEMDIR_STORE; default: a directory store in the user data dir]",
+)
+@click.option(
+    "--namespace",
+    "-n",
+    envvar="MEMDIR_NAMESPACE",
+    default=DEFAULT_NAMESPACE,
+    show_default=True,
+    help="Namespace (tenant) inside the store. [env MEMDIR_NAMESPACE]",
+)
+@click.pass_context
+def cli(ctx: click.Context, store_url: str | None, namespace: str) -> None:
+    """memdir: persistent, secure, versioned memory for LLM agents.
+
+    Paths are the model's virtual paths: /memories, /memories/notes.md, ...
+
+    Example:
+
+        memdir tool '{"command": "view", "path": "/memories"}'
+    """
+    state = Context(store_url, namespace)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+@cli.command()
+@click.argument("command_json", metavar="JSON")
+@click.option("--actor", default="user", show_default=True, help="Actor recorded on the versions this writes.")
+@pass_context
+@_fail_cleanly
+def tool(state: Context, command_json: str, actor: str) -> None:
+    """Run one memory-tool command and print what the model would read.
+
+    Exits 1 when the result is an error.
+
+    Example:
+
+        memdir tool '{"command": "create", "path": "/memories/a.md", "file_text": "hi"}'
+    """
+    try:
+        command: Any = json.loads(command_json)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"the command is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+    result = MemoryTool(state.store(), actor=actor).execute(command)
+    click.echo(result.text)
+    if result.is_error:
+        sys.exit(1)
+
+
+@cli.command()
+@pass_context
+@_fail_cleanly
+def mcp(state: Context) -> None:
+    """Serve the store to MCP clients over stdio (Claude Code, Claude Desktop, ...).
+
+    Example:
+
+        claude mcp add memdir -- memdir mcp --store ~/memory
+    """
+    from .integrations.mcp import run_stdio
+
+    run_stdio(state.store())
+
+
+@cli.command()
+@pass_context
+def where(state: Context) -> None:
+    """Print the URL of the store memdir would use."""
+    click.echo(state.store_url or default_store_url())
+
+
+def main() -> None:
+    cli(prog_name="memdir")

@@ -1,0 +1,28 @@
+"""Where memdir keeps things when it is not told: the user data directory and the default store.
+
+``MEMDIR_HOME`` moves everything memdir writes by default (tests point it at a temporary directory);
+otherwise it is the platform's user data directory (``~/.local/share/memdir`` on Linux,
+``~/Library/Application Support/memdir`` on macOS, ``%LOCALAPPDATA%\\memdir`` on Windows).
+``MEMDIR_STORE`` names the store to use when no ``--store`` is given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["data_dir", "default_store_url"]
+
+
+def data_dir() -> Path:
+    home = os.environ.get("MEMDIR_HOME")
+    if home:
+        return Path(home).expanduser()
+    return Path(platformdirs.user_data_dir("memdir", appauthor=False))
+
+
+def default_store_url() -> str:
+    """``MEMDIR_STORE`` if set, else a directory store in the data directory."""
+    return os.environ.get("MEMDIR_STORE") or str(data_dir() / "store")

@@ -1,0 +1,153 @@
+"""Every error memdir raises, under one root.
+
+```
+MemdirError
+├── PathError              a virtual path the rules refuse (see memdir.paths)
+├── NotFoundError          no file or directory at that path / no such version
+├── AlreadyExistsError     the destination is taken (create, rename, write with expect=MISSING)
+├── NotAFileError          a file operation met a directory
+├── NotADirectoryError_    a path goes *through* a file (``/memories/a.md/b.md``)
+├── ConflictError          a version precondition failed (someone else wrote first)
+├── LimitError             a size or count limit would be exceeded; nothing was written
+├── EncodingError          bytes that are not UTF-8 where text is required
+├── HistoryUnavailableError  the store keeps no history (a plain directory store)
+├── ConfigError            a store URL, namespace or setting that cannot be used
+└── StorageError           the backend failed (disk full, read-only, I/O error)
+    └── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
+```
+
+Two places present these errors: the memory tool turns them into ``is_error`` results in SPEC.md's words,
+and the CLI turns them into one line on stderr. Backends translate ``OSError`` / ``sqlite3.Error`` into
+``StorageError`` at their boundary (``raise StorageError(...) from exc``), with a message that never
+contains a host path.
+"""
+
+from __future__ import annotations
+
+import errno
+
+__all__ = [
+    "AlreadyExistsError",
+    "ConfigError",
+    "ConflictError",
+    "CorruptStoreError",
+    "EncodingError",
+    "HistoryUnavailableError",
+    "LimitError",
+    "MemdirError",
+    "NotADirectoryError_",
+    "NotAFileError",
+    "NotFoundError",
+    "PathError",
+    "StorageError",
+    "storage_error_from_os",
+]
+
+
+_MAX_ECHO = 1100
+
+
+class MemdirError(Exception):
+    """The root of every error memdir raises on purpose."""
+
+
+class PathError(MemdirError):
+    """A virtual path refused by the rules in `memdir.paths`.
+
+    ``kind`` is ``"outside"`` (does not start with /memories), ``"escape"`` (traversal in any form)
+    or ``"not_allowed"`` (any other refusal; ``why`` says which).
+    """
+
+    def __init__(self, raw: str, kind: str, why: str = "") -> None:
+        self.raw = raw
+        self.kind = kind
+        self.why = why
+        super().__init__(self.tool_text())
+
+    def tool_text(self) -> str:
+        """The SPEC.md wording the model reads."""
+        shown = self.shown
+        if self.kind == "outside":
+            return f"Error: Path must start with /memories, got: {shown}"
+        if self.kind == "escape":
+            return f"Error: Path {shown} would escape /memories directory"
+        return f"Error: Path {shown} is not allowed: {self.why}"
+
+    @property
+    def shown(self) -> str:
+        """The path as sent, but bounded: echoing a hostile megabyte-long path back would flood the context."""
+        # Unpaired surrogates cannot be encoded as UTF-8 anywhere downstream (JSON, stdout): show U+FFFD.
+        raw = self.raw.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        if len(raw) <= _MAX_ECHO:
+            return raw
+        return f"{raw[:_MAX_ECHO]}… ({len(raw):,} characters)"
+
+
+class NotFoundError(MemdirError):
+    """Nothing at that path (or no such version)."""
+
+
+class AlreadyExistsError(MemdirError):
+    """The destination already holds a file or a directory."""
+
+
+class NotAFileError(MemdirError):
+    """A file operation was asked of a directory."""
+
+
+class NotADirectoryError_(MemdirError):
+    """A path runs through a file, as if it were a directory."""
+
+
+class ConflictError(MemdirError):
+    """A write's version precondition failed: the file changed since it was read."""
+
+    def __init__(self, message: str, *, current: int | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class LimitError(MemdirError):
+    """A configured limit would be exceeded. Nothing was written."""
+
+
+class EncodingError(MemdirError):
+    """Content that should be UTF-8 text is not."""
+
+
+class HistoryUnavailableError(MemdirError):
+    """The store was opened without version history."""
+
+
+class ConfigError(MemdirError):
+    """A store URL, namespace or setting that cannot be used."""
+
+
+class StorageError(MemdirError):
+    """The backend could not complete the operation. The message is safe to show: no host paths."""
+
+
+class CorruptStoreError(StorageError):
+    """The backend's files are damaged. Nothing was changed; `memdir doctor` reports and repairs."""
+
+
+_ERRNO_TEXT = {
+    errno.ENOSPC: "no space left on the device holding the store",
+    errno.EDQUOT: "disk quota exceeded on the device holding the store",
+    errno.EROFS: "the store is on a read-only file system",
+    errno.EACCES: "permission denied by the operating system",
+    errno.EPERM: "operation not permitted by the operating system",
+    errno.EIO: "input/output error on the device holding the store",
+    errno.ELOOP: "a symbolic link was found where memdir refuses to follow one",
+    errno.ENAMETOOLONG: "the name is too long for the file system",
+    errno.EMFILE: "too many open files",
+}
+
+
+def storage_error_from_os(exc: OSError, doing: str) -> StorageError:
+    """Translate an OSError into a StorageError whose text carries no host path.
+
+    ``str(OSError)`` includes the file name, which would leak the host layout into a tool result.
+    """
+    reason = _ERRNO_TEXT.get(exc.errno or 0) or (exc.strerror or "operating system error").lower()
+    return StorageError(f"could not {doing}: {reason}")

@@ -1,0 +1,124 @@
+"""Stores: one small contract (`Store`), backends chosen by URL through `open_store`.
+
+==========================  ===================================================================
+URL                         backend
+==========================  ===================================================================
+``PATH`` / ``file:PATH``    `DirectoryStore`: plain Markdown files, history in a hidden sidecar
+``sqlite:PATH``             `SQLiteStore`: one database file (``sqlite:///abs/path.db``)
+``memory:`` / ``memory:N``  `MemoryStore`: in this process only (``N`` shares one by name)
+==========================  ===================================================================
+
+A backend is a `Store` subclass plus an opener registered for a URL scheme with `register_backend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..config import default_store_url
+from ..errors import ConfigError
+from ._base import (
+    ANY,
+    DEFAULT_NAMESPACE,
+    MISSING,
+    Entry,
+    Expect,
+    FileData,
+    Op,
+    Origin,
+    Stat,
+    Store,
+    Usage,
+    Version,
+    check_namespace,
+)
+from .directory import DirectoryStore
+from .memory import MemoryStore
+from .sqlite import SQLiteStore
+
+__all__ = [
+    "ANY",
+    "DEFAULT_NAMESPACE",
+    "MISSING",
+    "DirectoryStore",
+    "Entry",
+    "Expect",
+    "FileData",
+    "MemoryStore",
+    "Op",
+    "Origin",
+    "SQLiteStore",
+    "Stat",
+    "Store",
+    "Usage",
+    "Version",
+    "open_store",
+    "register_backend",
+]
+
+Opener = Callable[..., Store]
+_BACKENDS: dict[str, Opener] = {}
+
+
+def register_backend(scheme: str, opener: Opener) -> None:
+    """Make ``scheme:...`` URLs open with ``opener(url, namespace=..., **options)``."""
+    _BACKENDS[scheme.lower()] = opener
+
+
+def _after_scheme(url: str) -> str:
+    rest = url.split(":", 1)[1]
+    return rest[2:] if rest.startswith("//") else rest
+
+
+def _open_memory(url: str, *, namespace: str, **options: Any) -> Store:
+    _no_options("memory", options)
+    name = _after_scheme(url)
+    return MemoryStore(namespace=namespace, name=name or None)
+
+
+def _open_sqlite(url: str, *, namespace: str, **options: Any) -> Store:
+    _no_options("sqlite", options)
+    path = _after_scheme(url)
+    if not path:
+        raise ConfigError("a sqlite: URL needs a file path, e.g. sqlite:///home/me/memory.db")
+    return SQLiteStore(Path(path).expanduser(), namespace=namespace)
+
+
+def _open_directory(url: str, *, namespace: str, **options: Any) -> Store:
+    path = _after_scheme(url) if url.lower().startswith("file:") else url
+    if not path:
+        raise ConfigError("a file: URL needs a directory path, e.g. file:///home/me/memory")
+    return DirectoryStore(Path(path).expanduser(), namespace=namespace, **options)
+
+
+def _no_options(scheme: str, options: dict[str, Any]) -> None:
+    if options:
+        raise ConfigError(f"{scheme}: stores take no options (got {', '.join(sorted(options))})")
+
+
+register_backend("memory", _open_memory)
+register_backend("sqlite", _open_sqlite)
+register_backend("file", _open_directory)
+
+
+def open_store(url: str | None = None, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> Store:
+    """Open the store a URL names (the default store when ``url`` is None); see the table above.
+
+    ``namespace`` selects a tenant: each namespace has its own ``/memories`` and nothing in one is
+    reachable from another.
+    """
+    check_namespace(namespace)
+    target = url if url is not None else default_store_url()
+    if not target:
+        raise ConfigError("empty store URL")
+    scheme = target.split(":", 1)[0].lower() if ":" in target else ""
+    # A one-letter "scheme" is a Windows drive (C:\...), and a plain path has none: both are directories.
+    if len(scheme) <= 1 or "/" in scheme or "\\" in scheme:
+        return _open_directory(target, namespace=namespace, **options)
+    opener = _BACKENDS.get(scheme)
+    if opener is None:
+        known = ", ".join(sorted(f"{s}:" for s in _BACKENDS))
+        raise ConfigError(f"unknown store URL scheme {scheme!r}: use a directory path or one of {known}")
+    return opener(target, namespace=namespace, **options)

@@ -1,0 +1,344 @@
+"""The storage contract every backend fulfils, and the record types it speaks in.
+
+A store holds one namespace's ``/memories`` tree: files with bytes, directories implied by the files below
+them (a directory exists while it holds a file; the root always exists). Every change is a `Version`: an
+entry in an append-only log numbered 1, 2, 3... per namespace, with who made it, when, and the SHA-256 and
+size of the new content. Content of every version stays readable, so nothing is ever silently lost.
+
+Backends implement the abstract methods; the command semantics (what ``str_replace`` means, which words
+the model reads) live in `memdir.tool`, never here.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import random
+import re
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Self
+
+from ..errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError, PathError
+from ..paths import MemoryPath, parse
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from types import TracebackType
+
+__all__ = [
+    "ANY",
+    "DEFAULT_NAMESPACE",
+    "MISSING",
+    "Entry",
+    "Expect",
+    "FileData",
+    "Op",
+    "Origin",
+    "PathLike",
+    "Stat",
+    "Store",
+    "Usage",
+    "Version",
+    "as_path",
+    "check_expect",
+    "check_move",
+    "check_namespace",
+    "key_path",
+    "sha256_hex",
+]
+
+DEFAULT_NAMESPACE = "default"
+
+Op = Literal["create", "write", "str_replace", "insert", "delete", "rename", "restore", "external", "import"]
+PathLike = MemoryPath | str
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+
+
+class _Expect(enum.Enum):
+    MISSING = "missing"  # the path must hold nothing (create)
+    ANY = "any"  # overwrite whatever is there, or create
+
+
+MISSING = _Expect.MISSING
+ANY = _Expect.ANY
+Expect = _Expect | int
+"""A write precondition: `MISSING`, `ANY`, or the version number the file must currently have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who makes a change: ``actor`` is ``model``, ``user``, ``external``, ``import`` (or another word an
+    application chooses); ``session`` groups the changes of one agent session; ``source`` says where the
+    content came from when that is known."""
+
+    actor: str = "user"
+    session: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One entry of a namespace's change log."""
+
+    version: int
+    path: MemoryPath
+    op: str
+    actor: str
+    session: str | None
+    source: str | None
+    timestamp: float  # seconds since the epoch, UTC
+    sha256: str | None  # of the new content; None for a delete
+    size: int  # bytes of the new content; 0 for a delete
+    old_path: MemoryPath | None = None  # where a rename came from
+
+    @property
+    def deleted(self) -> bool:
+        return self.sha256 is None
+
+
+@dataclass(frozen=True, slots=True)
+class FileData:
+    path: MemoryPath
+    content: bytes
+    version: int
+    sha256: str
+    modified: float
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    path: MemoryPath
+    kind: Literal["file", "dir"]
+    size: int  # a directory's size is the total of the files below it
+    version: int | None = None  # files only
+    sha256: str | None = None
+    modified: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A file found by `Store.list`."""
+
+    path: MemoryPath
+    size: int
+    modified: float
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    files: int
+    bytes: int
+
+
+@dataclass(slots=True)
+class _Retry:
+    """Backoff for optimistic read-modify-write loops under contention."""
+
+    attempts: int = 200
+    delay: float = 0.0005
+    max_delay: float = 0.05
+    _tries: int = field(default=0, init=False)
+
+    def wait(self) -> bool:
+        self._tries += 1
+        if self._tries >= self.attempts:
+            return False
+        time.sleep(random.uniform(0, min(self.max_delay, self.delay * 2**self._tries)))
+        return True
+
+
+def sha256_hex(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def as_path(path: PathLike) -> MemoryPath:
+    """Accept a `MemoryPath`, or check a ``/memories/...`` string with the same rules the tool applies."""
+    return path if isinstance(path, MemoryPath) else parse(path)
+
+
+def check_namespace(namespace: str) -> str:
+    """Namespaces name a tenant: letters, digits, ``_.-``, at most 64, not starting with a dot or dash."""
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace) or ".." in namespace:
+        raise ConfigError(
+            f"invalid namespace {namespace!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a "
+            "letter or digit"
+        )
+    return namespace
+
+
+class Store(ABC):
+    """One namespace of memory. Open one with `memdir.open_store`.
+
+    Paths are `MemoryPath` objects or ``/memories/...`` strings (checked on the way in). Errors are
+    `memdir.errors.MemdirError` subclasses; backend failures arrive as `StorageError`.
+    """
+
+    namespace: str = DEFAULT_NAMESPACE
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def stat(self, path: PathLike) -> Stat | None:
+        """What is at ``path``: a file, a directory, or nothing (None)."""
+
+    @abstractmethod
+    def read(self, path: PathLike) -> FileData:
+        """A file's content and version. `NotFoundError`, or `NotAFileError` for a directory."""
+
+    @abstractmethod
+    def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
+        """Every file below the directory ``path``, at any depth, sorted by path.
+
+        `NotFoundError` when nothing is there, `NotADirectoryError_` when a file is.
+        """
+
+    @abstractmethod
+    def usage(self) -> Usage:
+        """How many files and bytes the namespace holds now."""
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def write(
+        self,
+        path: PathLike,
+        content: bytes,
+        *,
+        expect: Expect = ANY,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        """Store ``content`` at ``path``, creating parent directories, if the precondition holds.
+
+        ``expect=MISSING`` fails with `AlreadyExistsError` when anything is there; an ``int`` fails with
+        `ConflictError` unless the file is at that version. A path under a file fails with
+        `NotADirectoryError_`; a directory at ``path`` with `NotAFileError`.
+        """
+
+    @abstractmethod
+    def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        """Delete a file, or a directory and everything below it. The root cannot be deleted."""
+
+    @abstractmethod
+    def move(self, src: PathLike, dst: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        """Rename a file or directory; ``dst`` must not exist (`AlreadyExistsError`) and must not lie
+        inside ``src``. Parents of ``dst`` are created."""
+
+    def update(
+        self,
+        path: PathLike,
+        change: Callable[[FileData], bytes],
+        *,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        """Read-modify-write as one atomic step: ``change`` maps the current file to its new content.
+
+        No update is lost when several writers race: this default re-reads and re-applies ``change`` when
+        another writer got in first. Backends with a lock override it to apply ``change`` under the lock.
+        Exceptions from ``change`` propagate and nothing is written.
+        """
+        target = as_path(path)
+        retry = _Retry()
+        while True:
+            current = self.read(target)
+            try:
+                return self.write(target, change(current), expect=current.version, origin=origin, op=op)
+            except ConflictError:
+                if not retry.wait():
+                    raise
+
+    # -- history ------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def log(self, since: int = 0) -> Iterator[Version]:
+        """Every version of the namespace after version number ``since``, oldest first."""
+
+    @abstractmethod
+    def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
+        """Versions whose ``path`` or ``old_path`` is ``path`` (below ``before`` when given), oldest first."""
+
+    @abstractmethod
+    def _blob(self, sha256: str) -> bytes:
+        """The content with this hash (every version's content is kept)."""
+
+    def history(self, path: PathLike) -> list[Version]:
+        """The versions of the file at ``path``, oldest first, following it back through renames and past
+        deletes. `NotFoundError` when the path never held a file."""
+        target = as_path(path)
+        found = _lineage(self, target, None, depth=0)
+        if not found:
+            raise NotFoundError(f"no history for {target.virtual}")
+        return sorted(found.values(), key=lambda v: v.version)
+
+    def read_version(self, path: PathLike, version: int) -> bytes:
+        """The content ``path`` had at ``version`` (a version from `history`)."""
+        target = as_path(path)
+        for item in self.history(target):
+            if item.version == version:
+                if item.sha256 is None:
+                    raise NotFoundError(f"version {version} of {target.virtual} is a deletion; it has no content")
+                return self._blob(item.sha256)
+        raise NotFoundError(f"{target.virtual} has no version {version}")
+
+    def restore(self, path: PathLike, version: int, *, origin: Origin = Origin()) -> Version:
+        """Make ``version``'s content the current content of ``path`` (recorded as a new version)."""
+        target = as_path(path)
+        return self.write(target, self.read_version(target, version), expect=ANY, origin=origin, op="restore")
+
+    @abstractmethod
+    def import_version(self, version: Version, content: bytes | None) -> Version:
+        """Apply a version exported from another store: its change and its metadata (op, actor, session,
+        source, time) are kept; it gets the next version number here. Used by `memdir import`."""
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def close(self) -> None:  # noqa: B027 - optional hook; most stores hold nothing to release
+        """Release what the store holds open."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def check_expect(target: MemoryPath, current: int | None, expect: Expect) -> None:
+    """Enforce a write precondition against the version now at ``target`` (None: nothing there)."""
+    if expect is MISSING and current is not None:
+        raise AlreadyExistsError(f"{target.virtual} already exists")
+    if isinstance(expect, int) and current != expect:
+        raise ConflictError(f"{target.virtual} changed: expected version {expect}, found {current}", current=current)
+
+
+def check_move(source: MemoryPath, dest: MemoryPath) -> None:
+    """Refuse moves no backend can make: the root, or a directory into itself."""
+    if source.is_root:
+        raise PathError(source.virtual, "not_allowed", "the root cannot be renamed")
+    if dest.is_within(source):
+        raise PathError(dest.virtual, "not_allowed", f"it lies inside {source.virtual}")
+
+
+def key_path(key: str) -> MemoryPath:
+    """The path of a key a backend stored (keys were checked on the way in)."""
+    return MemoryPath(tuple(key.split("/")) if key else ())
+
+
+def _lineage(store: Store, path: MemoryPath, before: int | None, depth: int) -> dict[int, Version]:
+    """The versions at ``path``, plus, for each rename *into* it, the versions its source had before."""
+    found: dict[int, Version] = {}
+    if depth > 64:  # a chain of 64 renames back is plenty; stops a pathological walk
+        return found
+    for item in store._versions_touching(path, before):
+        found[item.version] = item
+        if item.op == "rename" and item.path == path and item.old_path is not None:
+            found.update(_lineage(store, item.old_path, item.version, depth + 1))
+    return found

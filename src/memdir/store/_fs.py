@@ -1,0 +1,321 @@
+"""File-system primitives for the directory store, safe against symlinks and partial writes.
+
+Every operation below the store root works relative to an open directory descriptor and opens each
+component with ``O_NOFOLLOW``: a symlink planted anywhere inside the tree, even one swapped in between a check
+and its use, makes the operation fail (``ELOOP`` / ``ENOTDIR``) instead of following it out of the root.
+Checking a resolved path first and then opening it by name would leave exactly that window open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import shutil
+import stat
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import (
+    LimitError,
+    NotADirectoryError_,
+    NotAFileError,
+    NotFoundError,
+    PathError,
+    StorageError,
+    storage_error_from_os,
+)
+from ..paths import MemoryPath, is_valid_segment
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "TEMP_PREFIX",
+    "DirHandle",
+    "FileStat",
+    "atomic_write",
+    "lstat_at",
+    "open_root",
+    "prune_empty",
+    "read_at",
+    "remove_tree",
+    "scan_tree",
+    "secure_makedirs",
+    "stamp_of",
+    "walk",
+]
+
+# Owner-only. In containers the umask is often 0, which would make memory world-readable (or writable)
+# with the default 0o666/0o777 modes. Modes are set with fchmod after creation, because mkdir/open apply the
+# umask, and chmod is not subject to it.
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+TEMP_PREFIX = ".memdir-tmp-"
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO planted under a file's name must not hang the process.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_MAX_READ = 64 * 1024 * 1024  # nothing legitimately in a memory tree is bigger; a planted giant is refused
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @property
+    def stamp(self) -> str:
+        """The identity of one on-disk state of a file. A write through memdir replaces the inode; an editor
+        writing in place changes mtime/ctime; ``cp -p`` keeps mtime but not ctime."""
+        return f"{self.ino}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+
+    @property
+    def mtime(self) -> float:
+        return self.mtime_ns / 1e9
+
+
+def stamp_of(st: os.stat_result) -> FileStat:
+    return FileStat(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class DirHandle:
+    """An open directory descriptor (closed on exit)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> DirHandle:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def secure_makedirs(path: Path) -> None:
+    """Create ``path`` and missing parents ``0700``; existing directories are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue  # created concurrently
+        os.chmod(directory, DIR_MODE)
+
+
+def open_root(root: Path) -> DirHandle:
+    try:
+        return DirHandle(os.open(root, _DIR_FLAGS))
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise StorageError("could not open the store: its root has been replaced by a link or a file") from exc
+        raise storage_error_from_os(exc, "open the store") from exc
+
+
+def walk(root: DirHandle, path: MemoryPath, *, create: bool = False) -> DirHandle:
+    """Open the directory ``path`` below ``root`` one component at a time, never following a link.
+
+    With ``create``, missing directories are made ``0700``. `NotFoundError` when one is missing,
+    `NotADirectoryError_` when a component is a file, `PathError` (escape) when one is a symlink.
+    """
+    fd = os.dup(root.fd)
+    for depth, name in enumerate(path.parts):
+        fd = _step(fd, name, path, depth, create)
+    return DirHandle(fd)
+
+
+def _step(fd: int, name: str, path: MemoryPath, depth: int, create: bool) -> int:
+    """Open ``name`` below ``fd`` and close ``fd`` (on success and on failure alike)."""
+    here = MemoryPath(path.parts[: depth + 1])
+    try:
+        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            os.close(fd)
+            raise NotFoundError(f"{here.virtual} does not exist") from None
+        child = _make_dir(fd, name, here)
+    except OSError as exc:
+        os.close(fd)
+        _raise_for_component(exc, here)
+    os.close(fd)
+    return child
+
+
+def _make_dir(fd: int, name: str, here: MemoryPath) -> int:
+    try:
+        os.mkdir(name, DIR_MODE, dir_fd=fd)
+    except FileExistsError:
+        pass  # made concurrently; the open below checks what it is
+    except OSError as exc:
+        os.close(fd)
+        raise storage_error_from_os(exc, "create a directory") from exc
+    try:
+        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        os.close(fd)
+        _raise_for_component(exc, here)
+    os.fchmod(child, DIR_MODE)
+    return child
+
+
+def _raise_for_component(exc: OSError, here: MemoryPath) -> None:
+    if exc.errno == errno.ELOOP:
+        raise PathError(here.virtual, "escape") from exc
+    if exc.errno == errno.ENOTDIR:
+        raise NotADirectoryError_(f"{here.virtual} is a file") from exc
+    if exc.errno == errno.ENOENT:
+        raise NotFoundError(f"{here.virtual} does not exist") from exc
+    raise storage_error_from_os(exc, "open a directory") from exc
+
+
+def lstat_at(directory: DirHandle, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=directory.fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise storage_error_from_os(exc, "inspect a file") from exc
+
+
+def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, FileStat]:
+    """Read a regular file. A symlink is an escape; a directory is `NotAFileError`."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=directory.fd)
+    except FileNotFoundError:
+        raise NotFoundError(f"{path.virtual} does not exist") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathError(path.virtual, "escape") from exc
+        if exc.errno == errno.EISDIR:
+            raise NotAFileError(f"{path.virtual} is a directory") from exc
+        raise storage_error_from_os(exc, "read a file") from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise NotAFileError(f"{path.virtual} is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise NotFoundError(f"{path.virtual} is not a regular file")
+        if st.st_size > _MAX_READ:
+            raise LimitError(f"{path.virtual} is {st.st_size:,} bytes, too large to read")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, max(st.st_size, 65536)):
+            chunks.append(chunk)
+        return b"".join(chunks), stamp_of(st)
+    except OSError as exc:
+        raise storage_error_from_os(exc, "read a file") from exc
+    finally:
+        os.close(fd)
+
+
+def atomic_write(directory: DirHandle, name: str, data: bytes, *, fsync: bool = True) -> FileStat:
+    """Replace ``name`` with ``data`` all at once: write a temporary file beside it, fsync, rename over.
+
+    A reader sees the old bytes or the new, never a mix; a crash (kill -9, ENOSPC) leaves the old file intact
+    and at worst a hidden temporary file, which `memdir doctor` removes.
+    """
+    temp = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+    try:
+        fd = os.open(
+            temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=directory.fd
+        )
+    except OSError as exc:
+        raise storage_error_from_os(exc, "write a file") from exc
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        # rename() replaces a symlink at `name` rather than following it, so a planted link is simply
+        # overwritten, never written through.
+        os.rename(temp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=directory.fd)
+        raise storage_error_from_os(exc, "write a file") from exc
+    # ctime moves with the rename on some file systems; stat again for the stamp the index keeps.
+    after = lstat_at(directory, name)
+    return stamp_of(after) if after is not None else stamp_of(st)
+
+
+def remove_tree(directory: DirHandle, name: str) -> None:
+    """Remove a file, or a directory tree without following links (shutil.rmtree's fd-based walk)."""
+    st = lstat_at(directory, name)
+    if st is None:
+        return
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(name, dir_fd=directory.fd)
+        else:
+            os.unlink(name, dir_fd=directory.fd)
+    except OSError as exc:
+        raise storage_error_from_os(exc, "delete") from exc
+
+
+def prune_empty(root: DirHandle, path: MemoryPath) -> None:
+    """Remove ``path`` and its ancestors while they are empty (never the root): a directory exists while it
+    holds a file, on every backend."""
+    for depth in range(len(path.parts), 0, -1):
+        here = MemoryPath(path.parts[:depth])
+        try:
+            with walk(root, here.parent) as parent:
+                os.rmdir(here.name, dir_fd=parent.fd)
+        except (OSError, NotFoundError, NotADirectoryError_, PathError):
+            return
+
+
+def scan_tree(directory: DirHandle, prefix: MemoryPath) -> Iterator[tuple[MemoryPath, FileStat]]:
+    """Every regular file below ``directory``, as (path, stat), unsorted; links, hidden names and names the
+    path rules refuse are skipped (the model could never address them; `memdir doctor` lists them)."""
+    yield from _scan(directory.fd, prefix)
+
+
+def _scan(fd: int, prefix: MemoryPath) -> Iterator[tuple[MemoryPath, FileStat]]:
+    try:
+        entries = list(os.scandir(fd))
+    except OSError as exc:
+        raise storage_error_from_os(exc, "list a directory") from exc
+    for entry in entries:
+        name = entry.name
+        if not is_valid_segment(name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # removed while we looked
+        except OSError as exc:
+            raise storage_error_from_os(exc, "list a directory") from exc
+        here = MemoryPath((*prefix.parts, name))
+        if stat.S_ISREG(st.st_mode):
+            yield here, stamp_of(st)
+        elif stat.S_ISDIR(st.st_mode):
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                continue  # replaced by a link or removed between scandir and open
+            try:
+                yield from _scan(child, here)
+            finally:
+                os.close(child)

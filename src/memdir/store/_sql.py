@@ -1,0 +1,403 @@
+"""The SQLite layer shared by the SQLite store (content in the database) and the directory store's sidecar
+(content on disk, the index and the history here).
+
+One schema, created and upgraded by named migrations (`memdir.store._migrations`). Tables:
+
+- ``files``: the current state, one row per file: version, SHA-256, size, time; ``stamp`` is the on-disk
+  identity (inode, size, mtime) the directory store last saw, so it can notice edits made outside memdir.
+- ``versions``: the append-only change log, numbered per namespace.
+- ``blobs``: the content of every version, by namespace and SHA-256 (deduplicated within a namespace, never
+  shared across namespaces, so removing a tenant removes its bytes).
+- ``namespaces``: per-namespace counters (last version number, file count, bytes) kept in step with writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import CorruptStoreError, StorageError
+from ..paths import MemoryPath
+from ._base import Origin, Usage, Version
+from ._migrations import Migrations, Schema
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+__all__ = ["IndexRow", "SqlIndex", "connect", "translate"]
+
+migrations = Migrations("memdir")
+
+
+@migrations("0001_initial")
+def _initial(schema: Schema) -> None:
+    schema.script(
+        """
+        CREATE TABLE namespaces (
+            ns TEXT PRIMARY KEY,
+            last_version INTEGER NOT NULL DEFAULT 0,
+            files INTEGER NOT NULL DEFAULT 0,
+            bytes INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE TABLE files (
+            ns TEXT NOT NULL,
+            path TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            modified REAL NOT NULL,
+            stamp TEXT,
+            PRIMARY KEY (ns, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE versions (
+            ns TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            op TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            session TEXT,
+            source TEXT,
+            ts REAL NOT NULL,
+            sha256 TEXT,
+            size INTEGER NOT NULL,
+            old_path TEXT,
+            PRIMARY KEY (ns, version)
+        ) WITHOUT ROWID;
+        CREATE INDEX versions_by_path ON versions (ns, path, version);
+        CREATE INDEX versions_by_old_path ON versions (ns, old_path, version) WHERE old_path IS NOT NULL;
+        CREATE TABLE blobs (
+            ns TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            content BLOB NOT NULL,
+            PRIMARY KEY (ns, sha256)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+def translate(exc: sqlite3.Error, doing: str) -> StorageError:
+    """Map a sqlite3 error to a StorageError whose message carries no host path."""
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
+        return CorruptStoreError(f"could not {doing}: the store's database is damaged; run `memdir doctor`")
+    if "locked" in text or "busy" in text:
+        return StorageError(f"could not {doing}: the store is locked by another process; try again")
+    if "full" in text:
+        return StorageError(f"could not {doing}: no space left on the device holding the store")
+    if "readonly" in text or "read-only" in text:
+        return StorageError(f"could not {doing}: the store is read-only")
+    if "disk i/o" in text:
+        return StorageError(f"could not {doing}: input/output error on the device holding the store")
+    if "unable to open" in text:
+        return StorageError(f"could not {doing}: the store's database cannot be opened")
+    return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
+
+
+def connect(location: str | Path, *, uri: bool = False, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
+    """Open a connection configured for many readers, one writer at a time, across processes."""
+    conn = sqlite3.connect(
+        location, uri=uri, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
+    # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
+    # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    if mode and str(mode[0]).lower() not in ("wal", "memory"):
+        raise StorageError("could not open the store: the database does not support write-ahead logging")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    path: str
+    version: int
+    sha256: str
+    size: int
+    modified: float
+    stamp: str | None
+
+
+_VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
+
+
+def _version(row: tuple[object, ...]) -> Version:
+    version, path, op, actor, session, source, ts, sha, size, old = row
+    return Version(
+        version=int(version),  # type: ignore[call-overload]
+        path=MemoryPath(tuple(str(path).split("/")) if path else ()),
+        op=str(op),
+        actor=str(actor),
+        session=None if session is None else str(session),
+        source=None if source is None else str(source),
+        timestamp=float(ts),  # type: ignore[arg-type]
+        sha256=None if sha is None else str(sha),
+        size=int(size),  # type: ignore[call-overload]
+        old_path=None if old is None else MemoryPath(tuple(str(old).split("/"))),
+    )
+
+
+def _range(key: str) -> tuple[str, str]:
+    """Keys strictly below directory ``key``: ``key/`` <= k < ``key0`` ('0' sorts right after '/')."""
+    return (key + "/", key + "0") if key else ("", "\U0010ffff")
+
+
+class SqlIndex:
+    """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces.
+
+    Connections are per thread (SQLite connections must not be used by two threads at once); writes run in
+    ``BEGIN IMMEDIATE`` transactions, which are also the cross-process write lock.
+    """
+
+    def __init__(self, location: str | Path, namespace: str, *, uri: bool = False) -> None:
+        self.namespace = namespace
+        self._location = location
+        self._uri = uri
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        conn = self.conn
+        try:
+            migrations.apply(conn)
+            conn.execute("INSERT OR IGNORE INTO namespaces (ns) VALUES (?)", (namespace,))
+        except sqlite3.Error as exc:
+            raise translate(exc, "open the store") from exc
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = connect(self._location, uri=self._uri)
+            except sqlite3.Error as exc:
+                raise translate(exc, "open the store") from exc
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """A write transaction: taken at once (``BEGIN IMMEDIATE``), so two writers never interleave."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate(exc, doing) from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, doing) from exc
+            raise
+
+    @contextlib.contextmanager
+    def reading(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several queries see one snapshot."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN")
+            yield conn
+        except sqlite3.Error as exc:
+            raise translate(exc, doing) from exc
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
+
+    # -- current state ------------------------------------------------------------------------------------
+
+    def get(self, conn: sqlite3.Connection, key: str) -> IndexRow | None:
+        row = conn.execute(
+            "SELECT path, version, sha256, size, modified, stamp FROM files WHERE ns = ? AND path = ?",
+            (self.namespace, key),
+        ).fetchone()
+        return None if row is None else IndexRow(*row)
+
+    def file_among(self, conn: sqlite3.Connection, keys: list[str]) -> str | None:
+        """The first of ``keys`` (ancestors of a path) that is a file, if any."""
+        if not keys:
+            return None
+        marks = ",".join("?" * len(keys))
+        row = conn.execute(
+            f"SELECT path FROM files WHERE ns = ? AND path IN ({marks}) ORDER BY length(path) LIMIT 1",
+            (self.namespace, *keys),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def has_below(self, conn: sqlite3.Connection, key: str) -> bool:
+        low, high = _range(key)
+        row = conn.execute(
+            "SELECT 1 FROM files WHERE ns = ? AND path >= ? AND path < ? LIMIT 1", (self.namespace, low, high)
+        ).fetchone()
+        return row is not None
+
+    def below(self, conn: sqlite3.Connection, key: str) -> list[IndexRow]:
+        low, high = _range(key)
+        rows = conn.execute(
+            "SELECT path, version, sha256, size, modified, stamp FROM files "
+            "WHERE ns = ? AND path >= ? AND path < ? ORDER BY path",
+            (self.namespace, low, high),
+        ).fetchall()
+        return [IndexRow(*r) for r in rows]
+
+    def size_below(self, conn: sqlite3.Connection, key: str) -> int:
+        low, high = _range(key)
+        row = conn.execute(
+            "SELECT coalesce(sum(size), 0) FROM files WHERE ns = ? AND path >= ? AND path < ?",
+            (self.namespace, low, high),
+        ).fetchone()
+        return int(row[0])
+
+    def usage(self, conn: sqlite3.Connection) -> Usage:
+        row = conn.execute("SELECT files, bytes FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone()
+        return Usage(files=int(row[0]), bytes=int(row[1])) if row else Usage(0, 0)
+
+    def blob(self, conn: sqlite3.Connection, sha: str) -> bytes | None:
+        row = conn.execute("SELECT content FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    # -- changes ------------------------------------------------------------------------------------------
+
+    def record_write(
+        self,
+        conn: sqlite3.Connection,
+        key: str,
+        *,
+        sha: str,
+        content: bytes | None,
+        op: str,
+        origin: Origin,
+        stamp: str | None = None,
+        old_key: str | None = None,
+        ts: float | None = None,
+    ) -> Version:
+        """Record ``key``'s new content (stored as a blob when given) as the next version."""
+        now = time.time() if ts is None else ts
+        if content is not None:
+            conn.execute(
+                "INSERT OR IGNORE INTO blobs (ns, sha256, content) VALUES (?, ?, ?)",
+                (self.namespace, sha, content),
+            )
+            size = len(content)
+        else:
+            size = int(
+                conn.execute(
+                    "SELECT length(content) FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)
+                ).fetchone()[0]
+            )
+        before = self.get(conn, key)
+        version = self._bump(conn, files=0 if before else 1, size=size - (before.size if before else 0))
+        conn.execute(
+            "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.namespace, key, version, sha, size, now, stamp),
+        )
+        return self._log(conn, version, key, op, origin, now, sha, size, old_key)
+
+    def record_delete(
+        self, conn: sqlite3.Connection, row: IndexRow, *, origin: Origin, op: str = "delete", ts: float | None = None
+    ) -> Version:
+        now = time.time() if ts is None else ts
+        version = self._bump(conn, files=-1, size=-row.size)
+        conn.execute("DELETE FROM files WHERE ns = ? AND path = ?", (self.namespace, row.path))
+        return self._log(conn, version, row.path, op, origin, now, None, 0, None)
+
+    def record_move(
+        self,
+        conn: sqlite3.Connection,
+        row: IndexRow,
+        new_key: str,
+        *,
+        origin: Origin,
+        stamp: str | None = None,
+        ts: float | None = None,
+    ) -> Version:
+        now = time.time() if ts is None else ts
+        version = self._bump(conn, files=0, size=0)
+        conn.execute("DELETE FROM files WHERE ns = ? AND path = ?", (self.namespace, row.path))
+        conn.execute(
+            "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.namespace, new_key, version, row.sha256, row.size, now, stamp),
+        )
+        return self._log(conn, version, new_key, "rename", origin, now, row.sha256, row.size, row.path)
+
+    def set_stamp(self, conn: sqlite3.Connection, key: str, stamp: str) -> None:
+        conn.execute("UPDATE files SET stamp = ? WHERE ns = ? AND path = ?", (stamp, self.namespace, key))
+
+    def _bump(self, conn: sqlite3.Connection, *, files: int, size: int) -> int:
+        row = conn.execute(
+            "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ? "
+            "WHERE ns = ? RETURNING last_version",
+            (files, size, self.namespace),
+        ).fetchone()
+        return int(row[0])
+
+    def _log(
+        self,
+        conn: sqlite3.Connection,
+        version: int,
+        key: str,
+        op: str,
+        origin: Origin,
+        ts: float,
+        sha: str | None,
+        size: int,
+        old_key: str | None,
+    ) -> Version:
+        row = (version, key, op, origin.actor, origin.session, origin.source, ts, sha, size, old_key)
+        conn.execute(
+            f"INSERT INTO versions (ns, {_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.namespace, *row),
+        )
+        return _version(row)
+
+    # -- history ------------------------------------------------------------------------------------------
+
+    def touching(self, key: str, before: int | None) -> list[Version]:
+        limit = before if before is not None else 1 << 62
+        try:
+            rows = self.conn.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND path = ? AND version < ? "
+                f"UNION SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND old_path = ? AND version < ? "
+                "ORDER BY version",
+                (self.namespace, key, limit, self.namespace, key, limit),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the history") from exc
+        return [_version(r) for r in rows]
+
+    def log(self, since: int) -> Iterator[Version]:
+        last = since
+        while True:
+            try:
+                rows = self.conn.execute(
+                    f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND version > ? ORDER BY version LIMIT 500",
+                    (self.namespace, last),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise translate(exc, "read the history") from exc
+            if not rows:
+                return
+            for row in rows:
+                item = _version(row)
+                last = item.version
+                yield item

@@ -1,0 +1,519 @@
+"""The directory store: the Markdown files on disk *are* the memory; a hidden sidecar keeps the history.
+
+Layout of a store at ``PATH`` (a plain path or ``file:`` URL)::
+
+    PATH/memories/...            namespace "default" (the same layout as the SDK's base_path="PATH")
+    PATH/namespaces/<ns>/...     any other namespace
+    PATH/.memdir/index.db        the sidecar: current index, change log and the content of every version
+
+A person may open and edit the files with any editor. memdir notices: each file's on-disk identity
+(inode, size, mtime, ctime) is kept in the index, and a file whose identity changed is read, hashed and, if
+its content differs, recorded as a version by the actor ``external`` before anything else touches it.
+
+Safety: every access below the root goes through `memdir.store._fs`, one ``O_NOFOLLOW`` component at a time
+from an open directory descriptor, so symlinks planted inside the tree are never followed. Writes go to a
+temporary file that is fsynced and renamed over the target. Writers take an exclusive ``flock`` on the
+namespace's root directory and, when history is kept, a ``BEGIN IMMEDIATE`` transaction on the sidecar, so
+read-modify-write commands from any number of processes lose no update.
+
+``history=False`` keeps no sidecar at all (nothing but the memory files is written under ``PATH``); version
+numbers are then tokens derived from the file's on-disk identity, and `history` raises
+`HistoryUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import hashlib
+import os
+import stat as stat_mod
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import (
+    AlreadyExistsError,
+    HistoryUnavailableError,
+    NotADirectoryError_,
+    NotAFileError,
+    NotFoundError,
+    PathError,
+    storage_error_from_os,
+)
+from ..paths import MemoryPath
+from . import _fs
+from ._base import (
+    ANY,
+    DEFAULT_NAMESPACE,
+    Entry,
+    Expect,
+    FileData,
+    Op,
+    Origin,
+    PathLike,
+    Stat,
+    Store,
+    Usage,
+    Version,
+    as_path,
+    check_expect,
+    check_move,
+    check_namespace,
+    key_path,
+    sha256_hex,
+)
+from ._sql import IndexRow, SqlIndex
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable, Iterator
+
+__all__ = ["DirectoryStore", "namespace_root"]
+
+SIDECAR = ".memdir"
+INDEX_NAME = "index.db"
+
+_External = Origin(actor="external")
+
+
+def namespace_root(base: Path, namespace: str) -> Path:
+    return base / "memories" if namespace == DEFAULT_NAMESPACE else base / "namespaces" / namespace
+
+
+class DirectoryStore(Store):
+    """A namespace kept as plain files under a directory, with history in a hidden sidecar."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        history: bool | str | os.PathLike[str] = True,
+        fsync: bool = True,
+    ) -> None:
+        self.namespace = check_namespace(namespace)
+        self.base = Path(path).expanduser().absolute()
+        root = namespace_root(self.base, self.namespace)
+        try:
+            _fs.secure_makedirs(root)
+        except OSError as exc:
+            raise storage_error_from_os(exc, "create the store") from exc
+        # Resolved once: a link in the caller's own path is the caller's choice; from here on the root itself
+        # is opened with O_NOFOLLOW, so swapping it for a link later is refused.
+        self.root = Path(os.path.realpath(root))
+        self._fsync = fsync
+        self.index_path: Path | None = None
+        self._index: SqlIndex | None = None
+        if history is not False:
+            self.index_path = self.base / SIDECAR / INDEX_NAME if history is True else Path(history).expanduser()
+            try:
+                _fs.secure_makedirs(self.index_path.parent)
+                os.close(os.open(self.index_path, os.O_CREAT | os.O_RDWR, _fs.FILE_MODE))
+            except OSError as exc:
+                raise storage_error_from_os(exc, "open the store's history") from exc
+            self._index = SqlIndex(self.index_path, self.namespace)
+
+    def __repr__(self) -> str:
+        return f"DirectoryStore({str(self.base)!r}, namespace={self.namespace!r})"
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+
+    @property
+    def keeps_history(self) -> bool:
+        return self._index is not None
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def read(self, path: PathLike) -> FileData:
+        target = as_path(path)
+        if target.is_root:
+            raise NotAFileError("/memories is a directory")
+        with self._open() as root, _fs.walk(root, target.parent) as parent:
+            content, st = _fs.read_at(parent, target.name, target)
+        if self._index is None:
+            return FileData(target, content, _token(st), sha256_hex(content), st.mtime)
+        row = self._row(target.key)
+        if row is not None and row.stamp == st.stamp:
+            return FileData(target, content, row.version, row.sha256, st.mtime)
+        with self._locked() as (root, conn):
+            return self._observe(root, conn, target)
+
+    def stat(self, path: PathLike) -> Stat | None:
+        target = as_path(path)
+        try:
+            data = self.read(target)
+        except NotAFileError:
+            return Stat(target, "dir", sum(e.size for e in self.list_files(target)))
+        except (NotFoundError, NotADirectoryError_):
+            return None
+        return Stat(target, "file", len(data.content), data.version, data.sha256, data.modified)
+
+    def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
+        target = as_path(path)
+        found = self._scan(target)
+        if self._index is not None:
+            found = self._reconcile(target, found)
+        return [Entry(p, st.size, st.mtime) for p, st in found]
+
+    def usage(self) -> Usage:
+        if self._index is None:
+            entries = self.list_files()
+            return Usage(len(entries), sum(e.size for e in entries))
+        with self._index.reading("read the store") as conn:
+            return self._index.usage(conn)
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        path: PathLike,
+        content: bytes,
+        *,
+        expect: Expect = ANY,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        target = as_path(path)
+        if target.is_root:
+            raise NotAFileError("/memories is a directory")
+        with self._locked() as (root, conn):
+            current = self._current(root, conn, target)
+            check_expect(target, None if current is None else current.version, expect)
+            return self._put(root, conn, target, content, origin=origin, op=op)
+
+    def update(
+        self,
+        path: PathLike,
+        change: Callable[[FileData], bytes],
+        *,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        # Read, change and write under the writer lock: no other memdir writer can come in between.
+        target = as_path(path)
+        if target.is_root:
+            raise NotAFileError("/memories is a directory")
+        with self._locked() as (root, conn):
+            current = self._observe(root, conn, target)
+            return self._put(root, conn, target, change(current), origin=origin, op=op)
+
+    def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        target = as_path(path)
+        if target.is_root:
+            raise PathError(target.virtual, "not_allowed", "the root cannot be deleted")
+        with self._locked() as (root, conn):
+            rows = self._settle(root, conn, target)
+            with _fs.walk(root, target.parent) as parent:
+                _fs.remove_tree(parent, target.name)
+            versions = [self._record_delete(conn, r, origin) for r in rows]
+            _fs.prune_empty(root, target.parent)
+        return versions
+
+    def move(self, src: PathLike, dst: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        source, dest = as_path(src), as_path(dst)
+        check_move(source, dest)
+        with self._locked() as (root, conn):
+            if dest.is_root or self._kind(root, dest) is not None:
+                raise AlreadyExistsError(f"{dest.virtual} already exists")
+            rows = self._settle(root, conn, source)
+            with _fs.walk(root, source.parent) as sparent, _fs.walk(root, dest.parent, create=True) as dparent:
+                _rename_noreplace(sparent, source.name, dparent, dest.name, dest)
+            versions = self._record_moves(root, conn, rows, source, dest, origin)
+            _fs.prune_empty(root, source.parent)
+        return versions
+
+    def import_version(self, version: Version, content: bytes | None) -> Version:
+        self._require_history()
+        origin = Origin(version.actor, version.session, version.source)
+        target = version.path
+        with self._locked() as (root, conn):
+            if version.sha256 is None:
+                (row,) = self._settle(root, conn, target)
+                with _fs.walk(root, target.parent) as parent:
+                    _fs.remove_tree(parent, target.name)
+                _fs.prune_empty(root, target.parent)
+                return self._record_delete(conn, row, origin, op=version.op, ts=version.timestamp)
+            if version.op == "rename" and version.old_path is not None and content is None:
+                source = version.old_path
+                rows = self._settle(root, conn, source)
+                with _fs.walk(root, source.parent) as sp, _fs.walk(root, target.parent, create=True) as dp:
+                    _rename_noreplace(sp, source.name, dp, target.name, target)
+                (moved,) = self._record_moves(root, conn, rows, source, target, origin, ts=version.timestamp)
+                return moved
+            if content is None:
+                raise NotFoundError(f"no content for version {version.version} of {target.virtual}")
+            self._current(root, conn, target)
+            return self._put(root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp)
+
+    # -- history ------------------------------------------------------------------------------------------
+
+    def history(self, path: PathLike) -> list[Version]:
+        target = as_path(path)
+        self._require_history()
+        with contextlib.suppress(NotFoundError, NotADirectoryError_, NotAFileError):
+            self.read(target)  # an edit made outside memdir becomes a version before we answer
+        return super().history(target)
+
+    def log(self, since: int = 0) -> Iterator[Version]:
+        index = self._require_history()
+        with contextlib.suppress(NotFoundError):
+            self.list_files()
+        return index.log(since)
+
+    def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
+        return self._require_history().touching(path.key, before)
+
+    def _blob(self, sha256: str) -> bytes:
+        index = self._require_history()
+        with index.reading("read a version") as conn:
+            content = index.blob(conn, sha256)
+        if content is None:
+            raise NotFoundError("that version's content is missing from the history; run `memdir doctor`")
+        return content
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _require_history(self) -> SqlIndex:
+        if self._index is None:
+            raise HistoryUnavailableError("this directory store was opened without history")
+        return self._index
+
+    def _open(self) -> _fs.DirHandle:
+        return _fs.open_root(self.root)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[tuple[_fs.DirHandle, sqlite3.Connection | None]]:
+        """The writer lock: flock on the namespace root (all processes, with or without history), then the
+        sidecar's IMMEDIATE transaction (which also makes the index change atomic)."""
+        with self._open() as root:
+            try:
+                fcntl.flock(root.fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                raise storage_error_from_os(exc, "lock the store") from exc
+            if self._index is None:
+                yield root, None
+                return
+            with self._index.transaction("update the store") as conn:
+                yield root, conn
+
+    def _row(self, key: str) -> IndexRow | None:
+        assert self._index is not None
+        with self._index.reading("read the store") as conn:
+            return self._index.get(conn, key)
+
+    def _kind(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
+        """'file', 'dir' or None for what is on disk at ``target``; a symlink there is an escape."""
+        try:
+            with _fs.walk(root, target.parent) as parent:
+                st = _fs.lstat_at(parent, target.name)
+        except NotFoundError:
+            return None
+        if st is None:
+            return None
+        if stat_mod.S_ISLNK(st.st_mode):
+            raise PathError(target.virtual, "escape")
+        return "dir" if stat_mod.S_ISDIR(st.st_mode) else "file"
+
+    def _observe(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> FileData:
+        """Read ``target`` under the lock, recording an outside edit as a version first."""
+        with _fs.walk(root, target.parent) as parent:
+            content, st = _fs.read_at(parent, target.name, target)
+        sha = sha256_hex(content)
+        if self._index is None or conn is None:
+            return FileData(target, content, _token(st), sha, st.mtime)
+        row = self._index.get(conn, target.key)
+        if row is not None and row.sha256 == sha:
+            if row.stamp != st.stamp:
+                self._index.set_stamp(conn, target.key, st.stamp)
+            return FileData(target, content, row.version, sha, st.mtime)
+        version = self._index.record_write(
+            conn,
+            target.key,
+            sha=sha,
+            content=content,
+            op="create" if row is None else "write",
+            origin=_External,
+            stamp=st.stamp,
+        )
+        return FileData(target, content, version.version, sha, st.mtime)
+
+    def _current(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> FileData | None:
+        """What a write to ``target`` replaces (None when free), with outside edits recorded first."""
+        kind = self._kind(root, target)
+        if kind == "dir":
+            raise NotAFileError(f"{target.virtual} is a directory")
+        if kind == "file":
+            return self._observe(root, conn, target)
+        if self._index is not None and conn is not None:
+            gone = self._index.get(conn, target.key)
+            if gone is not None:  # deleted outside memdir since we last looked
+                self._index.record_delete(conn, gone, origin=_External)
+        return None
+
+    def _put(
+        self,
+        root: _fs.DirHandle,
+        conn: sqlite3.Connection | None,
+        target: MemoryPath,
+        content: bytes,
+        *,
+        origin: Origin,
+        op: Op | str,
+        ts: float | None = None,
+    ) -> Version:
+        with _fs.walk(root, target.parent, create=True) as parent:
+            st = _fs.atomic_write(parent, target.name, content, fsync=self._fsync)
+        sha = sha256_hex(content)
+        if self._index is None or conn is None:
+            return _untracked(_token(st), target, op, origin, sha, len(content))
+        return self._index.record_write(
+            conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=st.stamp, ts=ts
+        )
+
+    def _settle(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> list[IndexRow]:
+        """Bring the index in step with what is on disk at ``target`` (a file or a tree) and return its rows.
+        `NotFoundError` when nothing is there."""
+        kind = self._kind(root, target)
+        if kind is None:
+            raise NotFoundError(f"{target.virtual} does not exist")
+        if kind == "file":
+            data = self._observe(root, conn, target)
+            return [IndexRow(target.key, data.version, data.sha256, len(data.content), data.modified, None)]
+        with _fs.walk(root, target) as directory:
+            found = sorted(_fs.scan_tree(directory, target), key=lambda item: item[0].parts)
+        if self._index is None or conn is None:
+            return [IndexRow(p.key, _token(st), "", st.size, st.mtime, st.stamp) for p, st in found]
+        self._apply_differences(root, conn, target, found)
+        return self._index.below(conn, target.key)
+
+    def _record_delete(
+        self,
+        conn: sqlite3.Connection | None,
+        row: IndexRow,
+        origin: Origin,
+        *,
+        op: str = "delete",
+        ts: float | None = None,
+    ) -> Version:
+        if self._index is None or conn is None:
+            return _untracked(row.version, key_path(row.path), op, origin, None, 0)
+        return self._index.record_delete(conn, row, origin=origin, op=op, ts=ts)
+
+    def _record_moves(
+        self,
+        root: _fs.DirHandle,
+        conn: sqlite3.Connection | None,
+        rows: list[IndexRow],
+        source: MemoryPath,
+        dest: MemoryPath,
+        origin: Origin,
+        *,
+        ts: float | None = None,
+    ) -> list[Version]:
+        versions: list[Version] = []
+        for row in rows:
+            new = key_path(row.path).rebase(source, dest)
+            with _fs.walk(root, new.parent) as parent:
+                st = _fs.lstat_at(parent, new.name)
+            stamp = _fs.stamp_of(st).stamp if st is not None else None
+            if self._index is None or conn is None:
+                token = _token(_fs.stamp_of(st)) if st is not None else row.version
+                versions.append(_untracked(token, new, "rename", origin, row.sha256 or None, row.size, row))
+                continue
+            versions.append(self._index.record_move(conn, row, new.key, origin=origin, stamp=stamp, ts=ts))
+        return versions
+
+    def _scan(self, target: MemoryPath) -> list[tuple[MemoryPath, _fs.FileStat]]:
+        with self._open() as root, _fs.walk(root, target) as directory:
+            return sorted(_fs.scan_tree(directory, target), key=lambda item: item[0].parts)
+
+    def _reconcile(
+        self, target: MemoryPath, found: list[tuple[MemoryPath, _fs.FileStat]]
+    ) -> list[tuple[MemoryPath, _fs.FileStat]]:
+        """Record what changed outside memdir below ``target``; cheap when nothing did (one indexed query)."""
+        assert self._index is not None
+        with self._index.reading("read the store") as conn:
+            rows = {r.path: r.stamp for r in self._index.below(conn, target.key)}
+        on_disk = {p.key: st.stamp for p, st in found}
+        if rows == on_disk:
+            return found
+        with self._locked() as (root, conn):
+            assert conn is not None
+            with _fs.walk(root, target) as directory:
+                found = sorted(_fs.scan_tree(directory, target), key=lambda item: item[0].parts)
+            self._apply_differences(root, conn, target, found)
+        return found
+
+    def _apply_differences(
+        self,
+        root: _fs.DirHandle,
+        conn: sqlite3.Connection,
+        target: MemoryPath,
+        found: list[tuple[MemoryPath, _fs.FileStat]],
+    ) -> None:
+        assert self._index is not None
+        rows = {r.path: r for r in self._index.below(conn, target.key)}
+        for path, st in found:
+            row = rows.pop(path.key, None)
+            if row is None or row.stamp != st.stamp:
+                with contextlib.suppress(NotFoundError, NotAFileError, NotADirectoryError_, PathError):
+                    self._observe(root, conn, path)
+        for row in rows.values():  # in the index, gone from disk
+            self._index.record_delete(conn, row, origin=_External)
+
+
+def _untracked(
+    token: int, path: MemoryPath, op: str, origin: Origin, sha: str | None, size: int, moved: IndexRow | None = None
+) -> Version:
+    """The Version a store without history reports for a change it does not record."""
+    return Version(
+        token,
+        path,
+        op,
+        origin.actor,
+        origin.session,
+        origin.source,
+        time.time(),
+        sha,
+        size,
+        key_path(moved.path) if moved is not None else None,
+    )
+
+
+def _token(st: _fs.FileStat) -> int:
+    """A version number for a store without history: changes whenever the file does."""
+    return int.from_bytes(hashlib.sha256(st.stamp.encode()).digest()[:7], "big")
+
+
+_libc: ctypes.CDLL | None
+try:
+    _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    _renameat2 = _libc.renameat2
+    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+except (OSError, AttributeError):
+    _libc = None
+_RENAME_NOREPLACE = 1
+
+
+def _rename_noreplace(sparent: _fs.DirHandle, sname: str, dparent: _fs.DirHandle, dname: str, dest: MemoryPath) -> None:
+    """rename(2) that never replaces the destination (``RENAME_NOREPLACE``): the existence check done under
+    our lock cannot stop an editor outside memdir from creating the destination a moment later."""
+    if _libc is not None:
+        result = _renameat2(sparent.fd, os.fsencode(sname), dparent.fd, os.fsencode(dname), _RENAME_NOREPLACE)
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code == errno.EEXIST:
+            raise AlreadyExistsError(f"{dest.virtual} already exists")
+        if code not in (errno.ENOSYS, errno.EINVAL):
+            raise storage_error_from_os(OSError(code, os.strerror(code)), "rename")
+    try:
+        os.rename(sname, dname, src_dir_fd=sparent.fd, dst_dir_fd=dparent.fd)
+    except OSError as exc:
+        raise storage_error_from_os(exc, "rename") from exc

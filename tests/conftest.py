@@ -1,0 +1,17 @@
+"""Shared fixtures. No test touches the real home: MEMDIR_HOME points at a temporary directory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("memdir-home")
+    monkeypatch.setenv("MEMDIR_HOME", str(home))
+    for name in ("MEMDIR_STORE", "MEMDIR_NAMESPACE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    yield home
