@@ -10,8 +10,7 @@ import functools
 import json
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
@@ -20,6 +19,9 @@ from .config import default_store_url
 from .errors import MemdirError
 from .store import DEFAULT_NAMESPACE, Store, open_store
 from .tool import MemoryTool
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 P = ParamSpec("P")
 R = TypeVar("R")
