@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from support.fixtures import anthropic_client, anthropic_server  # noqa: F401 - fake Anthropic API for every test
+
+# Shared fixtures live in plain modules under tests/ (on sys.path through `pythonpath` in pyproject.toml).
+pytest_plugins = ["backends"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

@@ -12,8 +12,11 @@ the six memory commands with the protocol's exact strings, history for every cha
 
 from __future__ import annotations
 
+import logging
+
 from .errors import (
     AlreadyExistsError,
+    ArchiveError,
     ConfigError,
     ConflictError,
     CorruptStoreError,
@@ -49,10 +52,15 @@ from .tool import MemoryTool, ToolResult
 
 __version__ = "0.1.0"
 
+# A library logs, an application decides where logs go: without this, Python's last-resort handler would
+# print memdir's warnings (and the tracebacks it logs for unexpected errors) on the embedding program's stderr.
+logging.getLogger("memdir").addHandler(logging.NullHandler())
+
 __all__ = [
     "ANY",
     "MISSING",
     "AlreadyExistsError",
+    "ArchiveError",
     "ConfigError",
     "ConflictError",
     "CorruptStoreError",

@@ -12,6 +12,7 @@ MemdirError
 ├── EncodingError          bytes that are not UTF-8 where text is required
 ├── HistoryUnavailableError  the store keeps no history (a plain directory store)
 ├── ConfigError            a store URL, namespace or setting that cannot be used
+├── ArchiveError           an archive that cannot be used (damaged, hostile, another format), or a refused import
 └── StorageError           the backend failed (disk full, read-only, I/O error)
     └── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
 ```
@@ -28,6 +29,7 @@ import errno
 
 __all__ = [
     "AlreadyExistsError",
+    "ArchiveError",
     "ConfigError",
     "ConflictError",
     "CorruptStoreError",
@@ -121,6 +123,10 @@ class HistoryUnavailableError(MemdirError):
 
 class ConfigError(MemdirError):
     """A store URL, namespace or setting that cannot be used."""
+
+
+class ArchiveError(MemdirError):
+    """An archive that cannot be used (damaged, hostile, or for another format), or an import refused."""
 
 
 class StorageError(MemdirError):

@@ -172,6 +172,10 @@ def _check_characters(raw: str) -> None:
             raise PathError(raw, "not_allowed", "it is not valid UTF-8 (it contains an unpaired surrogate)")
         if ch in _INVISIBLE:
             raise PathError(raw, "not_allowed", f"it contains an invisible formatting character (U+{code:04X})")
+        if ch in "\u2028\u2029":
+            # LINE/PARAGRAPH SEPARATOR are not control characters, but str.splitlines() and many renderers
+            # break lines on them: a name holding one could forge extra lines in a `view` listing.
+            raise PathError(raw, "not_allowed", f"it contains a line separator (U+{code:04X})")
 
 
 def _check_segment(raw: str, segment: str) -> None:
@@ -182,20 +186,21 @@ def _check_segment(raw: str, segment: str) -> None:
     size = len(segment.encode("utf-8"))
     if size > MAX_SEGMENT_BYTES:
         raise PathError(raw, "not_allowed", f"a segment is {size:,} bytes, over the limit of {MAX_SEGMENT_BYTES} bytes")
+    if not _SAFE_ASCII.fullmatch(segment):  # the fast path: plain ASCII with no '%' cannot decode or fold
+        # Traversal is looked for before the hidden-name rule: `..%2f`, `..%c0%af` and `.. ` start with a dot
+        # too, but they are escapes and must be reported as escapes.
+        folded = _fold(segment)
+        pieces = re.split(r"[/\\]", folded)
+        if any(p.rstrip(" ") == ".." for p in pieces):
+            raise PathError(raw, "escape")
+        if len(pieces) > 1:
+            raise PathError(raw, "not_allowed", "it contains an encoded or look-alike path separator")
+        if folded.rstrip(" ") == ".":
+            raise PathError(raw, "not_allowed", "it contains an encoded or look-alike '.' segment")
     if segment.startswith("."):
         # Hidden names belong to the backend (the directory store keeps its metadata under one), so the
         # model may neither read nor create them.
         raise PathError(raw, "not_allowed", "names starting with '.' are hidden and reserved")
-    if _SAFE_ASCII.fullmatch(segment):
-        return  # fast path: plain ASCII with no '%', nothing can decode or fold into a separator
-    folded = _fold(segment)
-    pieces = re.split(r"[/\\]", folded)
-    if any(p.rstrip(" ") == ".." for p in pieces):
-        raise PathError(raw, "escape")
-    if len(pieces) > 1:
-        raise PathError(raw, "not_allowed", "it contains an encoded or look-alike path separator")
-    if folded.rstrip(" ") == ".":
-        raise PathError(raw, "not_allowed", "it contains an encoded or look-alike '.' segment")
 
 
 @lru_cache(maxsize=4096)

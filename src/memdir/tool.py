@@ -152,14 +152,14 @@ class MemoryTool:
         if target.is_root:
             return self._listing(path, target, self.store.list_files(target))
         try:
-            data = self.store.read(target)
-        except NotAFileError:
             try:
+                data = self.store.read(target)
+            except NotAFileError:
                 return self._listing(path, target, self.store.list_files(target))
-            except NotFoundError:
-                return missing
-        except (NotFoundError, NotADirectoryError_):
+        except (NotFoundError, NotADirectoryError_):  # also when the directory went away (or became a file) since
             return missing
+        except PathError as exc:  # a symlink met on the way: name the path as sent, as the other commands do
+            return _error(PathError(path, exc.kind, exc.why).tool_text())
         image = self._image(path, target, data)
         return image if image is not None else self._file_view(path, data, view_range)
 
@@ -169,7 +169,8 @@ class MemoryTool:
         )
         rows = _tree_rows(target, entries)
         lines = [f"{human_size(sum(e.size for e in entries))}\t{target.virtual}"]
-        budget = self.limits.max_view_chars - len(header) - len(lines[0])
+        # Each row costs its text and the newline before it: the listing (footer aside) stays within the limit.
+        budget = self.limits.max_view_chars - len(header) - 1 - len(lines[0])
         for shown, (size, line) in enumerate(rows):
             text = f"{human_size(size)}\t{line}"
             budget -= len(text) + 1
@@ -209,7 +210,9 @@ class MemoryTool:
             first, last = _check_range(path, view_range, len(lines))
         header = f"Here's the content of {path} with line numbers:"
         numbered = number_lines(lines[first - 1 : last], first)
-        body, shown = _cut(numbered, self.limits.max_view_chars - len(header) - 1)
+        # `_cut` charges each line one newline, the one that precedes it here: a view of exactly
+        # max_view_chars characters is not cut.
+        body, shown = _cut(numbered, self.limits.max_view_chars - len(header))
         text = header + "\n" + "\n".join(body)
         if shown < len(numbered):
             end = first + shown - 1

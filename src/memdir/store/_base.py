@@ -120,11 +120,13 @@ class Stat:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A file found by `Store.list`."""
+    """A file found by `Store.list_files`."""
 
     path: MemoryPath
     size: int
     modified: float
+    version: int
+    sha256: str | None = None  # None where knowing it would mean reading the file (a store without history)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +192,7 @@ class Store(ABC):
 
     @abstractmethod
     def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
-        """Every file below the directory ``path``, at any depth, sorted by path.
+        """Every file below the directory ``path``, at any depth, in tree order (sorted by segments).
 
         `NotFoundError` when nothing is there, `NotADirectoryError_` when a file is.
         """
@@ -262,8 +264,9 @@ class Store(ABC):
         """Versions whose ``path`` or ``old_path`` is ``path`` (below ``before`` when given), oldest first."""
 
     @abstractmethod
-    def _blob(self, sha256: str) -> bytes:
-        """The content with this hash (every version's content is kept)."""
+    def read_blob(self, sha256: str) -> bytes:
+        """The content with this SHA-256, from any version of this namespace (every version's content is
+        kept). `NotFoundError` when no version of this namespace had it."""
 
     def history(self, path: PathLike) -> list[Version]:
         """The versions of the file at ``path``, oldest first, following it back through renames and past
@@ -281,7 +284,7 @@ class Store(ABC):
             if item.version == version:
                 if item.sha256 is None:
                     raise NotFoundError(f"version {version} of {target.virtual} is a deletion; it has no content")
-                return self._blob(item.sha256)
+                return self.read_blob(item.sha256)
         raise NotFoundError(f"{target.virtual} has no version {version}")
 
     def restore(self, path: PathLike, version: int, *, origin: Origin = Origin()) -> Version:
@@ -292,7 +295,12 @@ class Store(ABC):
     @abstractmethod
     def import_version(self, version: Version, content: bytes | None) -> Version:
         """Apply a version exported from another store: its change and its metadata (op, actor, session,
-        source, time) are kept; it gets the next version number here. Used by `memdir import`."""
+        source, time) are kept; it gets the next version number here. Used by `memdir import`.
+
+        A version without content hash is a deletion of ``path`` (a file); a ``rename`` with ``old_path``
+        moves that file to ``path`` (``content`` is not needed), with `move`'s checks; any other version
+        writes ``content`` to ``path``.
+        """
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 

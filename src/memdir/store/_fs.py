@@ -39,6 +39,8 @@ __all__ = [
     "DirHandle",
     "FileStat",
     "atomic_write",
+    "identity",
+    "install",
     "lstat_at",
     "open_root",
     "prune_empty",
@@ -48,6 +50,7 @@ __all__ = [
     "secure_makedirs",
     "stamp_of",
     "walk",
+    "write_temp",
 ]
 
 # Owner-only. In containers the umask is often 0, which would make memory world-readable (or writable)
@@ -120,13 +123,31 @@ def secure_makedirs(path: Path) -> None:
         os.chmod(directory, DIR_MODE)
 
 
-def open_root(root: Path) -> DirHandle:
+def identity(path: Path) -> tuple[int, int]:
+    """(device, inode) of a directory: what `open_root` checks it still finds."""
     try:
-        return DirHandle(os.open(root, _DIR_FLAGS))
+        st = os.stat(path)
+    except OSError as exc:
+        raise storage_error_from_os(exc, "open the store") from exc
+    return st.st_dev, st.st_ino
+
+
+def open_root(root: Path, expected: tuple[int, int] | None = None) -> DirHandle:
+    """Open the store root. O_NOFOLLOW refuses a link in its last component; the identity check refuses a
+    root reached through a directory above it that was swapped (for a link or another tree) since opening."""
+    replaced = "could not open the store: its root has been replaced by a link or a file"
+    try:
+        fd = os.open(root, _DIR_FLAGS)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise StorageError("could not open the store: its root has been replaced by a link or a file") from exc
+            raise StorageError(replaced) from exc
         raise storage_error_from_os(exc, "open the store") from exc
+    if expected is not None:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != expected:
+            os.close(fd)
+            raise StorageError("could not open the store: its root has been replaced by another directory")
+    return DirHandle(fd)
 
 
 def walk(root: DirHandle, path: MemoryPath, *, create: bool = False) -> DirHandle:
@@ -152,10 +173,28 @@ def _step(fd: int, name: str, path: MemoryPath, depth: int, create: bool) -> int
             raise NotFoundError(f"{here.virtual} does not exist") from None
         child = _make_dir(fd, name, here)
     except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            exc = _not_a_directory(fd, name, exc)
         os.close(fd)
         _raise_for_component(exc, here)
     os.close(fd)
     return child
+
+
+def _not_a_directory(fd: int, name: str, exc: OSError) -> OSError:
+    """Why opening ``name`` as a directory failed with ENOTDIR. O_DIRECTORY|O_NOFOLLOW on a symlink gives
+    ENOTDIR, not ELOOP, so a link to a directory would pass for "a file" and hide that the path tried to leave
+    the tree. Only an entry that is a plain non-directory now keeps ENOTDIR; a link, or a directory (the entry
+    was swapped since the open), is reported as the escape it was."""
+    try:
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return OSError(errno.ENOENT, os.strerror(errno.ENOENT))
+    except OSError:
+        return exc
+    if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
+        return OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+    return exc
 
 
 def _make_dir(fd: int, name: str, here: MemoryPath) -> int:
@@ -169,6 +208,8 @@ def _make_dir(fd: int, name: str, here: MemoryPath) -> int:
     try:
         child = os.open(name, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            exc = _not_a_directory(fd, name, exc)
         os.close(fd)
         _raise_for_component(exc, here)
     os.fchmod(child, DIR_MODE)
@@ -195,7 +236,15 @@ def lstat_at(directory: DirHandle, name: str) -> os.stat_result | None:
 
 
 def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, FileStat]:
-    """Read a regular file. A symlink is an escape; a directory is `NotAFileError`."""
+    """Read a regular file. A symlink is an escape; a directory is `NotAFileError`; anything else that is not
+    a regular file (a FIFO, a socket, a device) is `NotFoundError`, as it is in listings."""
+    before = lstat_at(directory, name)
+    if before is not None and not (stat.S_ISREG(before.st_mode) or stat.S_ISDIR(before.st_mode)):
+        if stat.S_ISLNK(before.st_mode):
+            raise PathError(path.virtual, "escape")
+        # Checked before open(): opening a device node can have side effects, and a socket cannot be opened
+        # at all (ENXIO). The fstat below still catches one swapped in after this check.
+        raise NotFoundError(f"{path.virtual} is not a regular file")
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=directory.fd)
     except FileNotFoundError:
@@ -205,6 +254,8 @@ def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, F
             raise PathError(path.virtual, "escape") from exc
         if exc.errno == errno.EISDIR:
             raise NotAFileError(f"{path.virtual} is a directory") from exc
+        if exc.errno == errno.ENXIO:  # a socket swapped in after the check above
+            raise NotFoundError(f"{path.virtual} is not a regular file") from exc
         raise storage_error_from_os(exc, "read a file") from exc
     try:
         st = os.fstat(fd)
@@ -224,12 +275,9 @@ def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, F
         os.close(fd)
 
 
-def atomic_write(directory: DirHandle, name: str, data: bytes, *, fsync: bool = True) -> FileStat:
-    """Replace ``name`` with ``data`` all at once: write a temporary file beside it, fsync, rename over.
-
-    A reader sees the old bytes or the new, never a mix; a crash (kill -9, ENOSPC) leaves the old file intact
-    and at worst a hidden temporary file, which `memdir doctor` removes.
-    """
+def write_temp(directory: DirHandle, data: bytes, *, fsync: bool = True) -> str:
+    """Write ``data`` to a new hidden temporary file in ``directory`` (``0600``, fsynced) and return its name.
+    This is the step that needs space: on ENOSPC nothing is left behind."""
     temp = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
     try:
         fd = os.open(
@@ -245,19 +293,41 @@ def atomic_write(directory: DirHandle, name: str, data: bytes, *, fsync: bool = 
                 view = view[os.write(fd, view) :]
             if fsync:
                 os.fsync(fd)
-            st = os.fstat(fd)
         finally:
             os.close(fd)
-        # rename() replaces a symlink at `name` rather than following it, so a planted link is simply
-        # overwritten, never written through.
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=directory.fd)
+        raise storage_error_from_os(exc, "write a file") from exc
+    return temp
+
+
+def install(directory: DirHandle, temp: str, name: str) -> FileStat:
+    """Rename a file made by `write_temp` over ``name``: readers see the old bytes or the new, never a mix.
+
+    rename() replaces a symlink at ``name`` rather than following it, so a planted link is simply overwritten,
+    never written through.
+    """
+    try:
         os.rename(temp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=directory.fd)
         raise storage_error_from_os(exc, "write a file") from exc
-    # ctime moves with the rename on some file systems; stat again for the stamp the index keeps.
+    # ctime moves with the rename on some file systems; stat after it for the stamp the index keeps.
     after = lstat_at(directory, name)
-    return stamp_of(after) if after is not None else stamp_of(st)
+    if after is None:
+        raise StorageError("could not write a file: it disappeared as it was written")
+    return stamp_of(after)
+
+
+def atomic_write(directory: DirHandle, name: str, data: bytes, *, fsync: bool = True) -> FileStat:
+    """Replace ``name`` with ``data`` all at once: `write_temp`, then `install`.
+
+    A crash (kill -9) leaves the old file intact and at worst a hidden temporary file, which `memdir doctor`
+    removes.
+    """
+    return install(directory, write_temp(directory, data, fsync=fsync), name)
 
 
 def remove_tree(directory: DirHandle, name: str) -> None:

@@ -35,6 +35,10 @@ class Migrations:
 
         return register
 
+    def names(self) -> list[str]:
+        """Every registered migration, in order."""
+        return [name for name, _ in self._steps]
+
     def applied(self, conn: sqlite3.Connection) -> list[str]:
         self._ensure_table(conn)
         rows = conn.execute(

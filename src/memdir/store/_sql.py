@@ -14,10 +14,13 @@ One schema, created and upgraded by named migrations (`memdir.store._migrations`
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CorruptStoreError, StorageError
@@ -27,7 +30,6 @@ from ._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
 __all__ = ["IndexRow", "SqlIndex", "connect", "translate"]
 
@@ -98,11 +100,11 @@ def translate(exc: sqlite3.Error, doing: str) -> StorageError:
     return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
 
 
-def connect(location: str | Path, *, uri: bool = False, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
+def connect(location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
     """Open a connection configured for many readers, one writer at a time, across processes."""
-    conn = sqlite3.connect(
-        location, uri=uri, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
-    )
+    if read_only:
+        return _connect_read_only(Path(location), busy_timeout_ms)
+    conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
     # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
@@ -113,6 +115,40 @@ def connect(location: str | Path, *, uri: bool = False, busy_timeout_ms: int = 3
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _connect_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection that never writes, for a store on a read-only disk (a snapshot, a read-only volume).
+
+    ``mode=ro`` still needs the WAL's shared-memory file, which cannot be created on a read-only file system;
+    then ``immutable=1`` tells SQLite nothing can change the file, which on such a disk is simply true.
+    """
+    # realpath: a POSIX path may start with '//', which in a URI would read as a host name.
+    base = "file:" + urllib.parse.quote(os.path.realpath(path))
+    last: sqlite3.Error | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                base + query, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        return conn
+    assert last is not None
+    raise last
+
+
+def _check_schema_current(conn: sqlite3.Connection) -> None:
+    """A read-only database cannot be migrated: it must already have every table this version reads."""
+    tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "_memdir_migrations" not in tables:
+        raise StorageError("could not open the store: it is read-only and has never been initialised")
+    done = {str(r[0]) for r in conn.execute("SELECT name FROM _memdir_migrations WHERE migration_set = 'memdir'")}
+    if not set(migrations.names()) <= done:
+        raise StorageError("could not open the store: it is read-only and needs an upgrade (run memdir on it once)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,17 +192,20 @@ class SqlIndex:
     ``BEGIN IMMEDIATE`` transactions, which are also the cross-process write lock.
     """
 
-    def __init__(self, location: str | Path, namespace: str, *, uri: bool = False) -> None:
+    def __init__(self, location: str | Path, namespace: str, *, read_only: bool = False) -> None:
         self.namespace = namespace
+        self.read_only = read_only
         self._location = location
-        self._uri = uri
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         conn = self.conn
         try:
-            migrations.apply(conn)
-            conn.execute("INSERT OR IGNORE INTO namespaces (ns) VALUES (?)", (namespace,))
+            if read_only:
+                _check_schema_current(conn)
+            else:
+                migrations.apply(conn)
+                conn.execute("INSERT OR IGNORE INTO namespaces (ns) VALUES (?)", (namespace,))
         except sqlite3.Error as exc:
             raise translate(exc, "open the store") from exc
 
@@ -175,7 +214,7 @@ class SqlIndex:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = connect(self._location, uri=self._uri)
+                conn = connect(self._location, read_only=self.read_only)
             except sqlite3.Error as exc:
                 raise translate(exc, "open the store") from exc
             self._local.conn = conn
@@ -194,6 +233,8 @@ class SqlIndex:
     @contextlib.contextmanager
     def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
         """A write transaction: taken at once (``BEGIN IMMEDIATE``), so two writers never interleave."""
+        if self.read_only:
+            raise StorageError(f"could not {doing}: the store is read-only")
         conn = self.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -253,7 +294,8 @@ class SqlIndex:
         low, high = _range(key)
         rows = conn.execute(
             "SELECT path, version, sha256, size, modified, stamp FROM files "
-            "WHERE ns = ? AND path >= ? AND path < ? ORDER BY path",
+            # Tree order (by segments): '/' sorts as char(1), below every character a name may hold.
+            "WHERE ns = ? AND path >= ? AND path < ? ORDER BY replace(path, '/', char(1))",
             (self.namespace, low, high),
         ).fetchall()
         return [IndexRow(*r) for r in rows]

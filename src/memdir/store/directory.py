@@ -31,17 +31,22 @@ import fcntl
 import hashlib
 import os
 import stat as stat_mod
+import threading
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import (
     AlreadyExistsError,
     HistoryUnavailableError,
+    MemdirError,
     NotADirectoryError_,
     NotAFileError,
     NotFoundError,
     PathError,
+    StorageError,
     storage_error_from_os,
 )
 from ..paths import MemoryPath
@@ -78,6 +83,31 @@ SIDECAR = ".memdir"
 INDEX_NAME = "index.db"
 
 _External = Origin(actor="external")
+_USAGE_TTL = 5.0  # seconds a walked usage count stays fresh in a store without an index
+
+
+@dataclass
+class _Pending:
+    """The file changes of one locked command, made visible only once its index transaction has committed.
+
+    The files and the index are two stores. A command first does everything that can fail for lack of space
+    (new content goes to a hidden temporary file, fsynced), records its versions, and COMMITs; only then are
+    the changes made visible with operations that need no space (rename, unlink). So a failure anywhere up to
+    the COMMIT (disk full, a damaged sidecar) leaves the visible files exactly as they were.
+    """
+
+    undo: list[Callable[[], None]] = field(default_factory=list)  # on failure: remove temporary files
+    apply: list[Callable[[], None]] = field(default_factory=list)  # after COMMIT: make the changes visible
+    stamps: list[MemoryPath] = field(default_factory=list)  # files whose on-disk identity to record after
+
+    def roll_back(self) -> None:
+        for action in reversed(self.undo):
+            with contextlib.suppress(Exception):
+                action()
+
+    def finish(self) -> None:
+        for action in self.apply:
+            action()
 
 
 def namespace_root(base: Path, namespace: str) -> Path:
@@ -94,6 +124,7 @@ class DirectoryStore(Store):
         namespace: str = DEFAULT_NAMESPACE,
         history: bool | str | os.PathLike[str] = True,
         fsync: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.namespace = check_namespace(namespace)
         self.base = Path(path).expanduser().absolute()
@@ -102,20 +133,32 @@ class DirectoryStore(Store):
             _fs.secure_makedirs(root)
         except OSError as exc:
             raise storage_error_from_os(exc, "create the store") from exc
-        # Resolved once: a link in the caller's own path is the caller's choice; from here on the root itself
-        # is opened with O_NOFOLLOW, so swapping it for a link later is refused.
+        # Resolved once: a link in the caller's own path is the caller's choice. From here on the root is
+        # opened with O_NOFOLLOW and checked to be the same directory, so swapping it (or a directory above
+        # it) for a link or another directory later is refused.
         self.root = Path(os.path.realpath(root))
+        self._identity = _fs.identity(self.root)
+        # A store on a read-only disk (a snapshot, a read-only volume) opens for reading; writes fail cleanly.
+        self.read_only = read_only or not os.access(self.root, os.W_OK)
         self._fsync = fsync
+        self._usage_cache = (Usage(0, 0), float("-inf"))
+        self._local = threading.local()  # the `_Pending` of the command this thread runs under the lock
         self.index_path: Path | None = None
         self._index: SqlIndex | None = None
         if history is not False:
             self.index_path = self.base / SIDECAR / INDEX_NAME if history is True else Path(history).expanduser()
-            try:
-                _fs.secure_makedirs(self.index_path.parent)
-                os.close(os.open(self.index_path, os.O_CREAT | os.O_RDWR, _fs.FILE_MODE))
-            except OSError as exc:
-                raise storage_error_from_os(exc, "open the store's history") from exc
-            self._index = SqlIndex(self.index_path, self.namespace)
+            self._index = self._open_index(self.index_path)
+
+    def _open_index(self, path: Path) -> SqlIndex | None:
+        if self.read_only:
+            # Nothing can be recorded on a read-only disk: use the history that is there, if any.
+            return SqlIndex(path, self.namespace, read_only=True) if path.is_file() else None
+        try:
+            _fs.secure_makedirs(path.parent)
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, _fs.FILE_MODE))
+        except OSError as exc:
+            raise storage_error_from_os(exc, "open the store's history") from exc
+        return SqlIndex(path, self.namespace)
 
     def __repr__(self) -> str:
         return f"DirectoryStore({str(self.base)!r}, namespace={self.namespace!r})"
@@ -141,6 +184,10 @@ class DirectoryStore(Store):
         row = self._row(target.key)
         if row is not None and row.stamp == st.stamp:
             return FileData(target, content, row.version, row.sha256, st.mtime)
+        if self.read_only:  # nothing can be recorded: report the indexed version if the content is the same
+            sha = sha256_hex(content)
+            version = row.version if row is not None and row.sha256 == sha else _token(st)
+            return FileData(target, content, version, sha, st.mtime)
         with self._locked() as (root, conn):
             return self._observe(root, conn, target)
 
@@ -157,16 +204,30 @@ class DirectoryStore(Store):
     def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
         target = as_path(path)
         found = self._scan(target)
-        if self._index is not None:
-            found = self._reconcile(target, found)
-        return [Entry(p, st.size, st.mtime) for p, st in found]
+        if self._index is None:
+            return [Entry(p, st.size, st.mtime, _token(st)) for p, st in found]
+        found, rows = self._reconcile(target, found)
+        entries = []
+        for path, st in found:
+            row = rows.get(path.key)
+            known = row is not None and row.stamp == st.stamp  # else changed on a disk we cannot record on
+            version, sha = (row.version, row.sha256) if row is not None and known else (_token(st), None)
+            entries.append(Entry(path, st.size, st.mtime, version, sha))
+        return entries
 
     def usage(self) -> Usage:
-        if self._index is None:
+        if self._index is not None:
+            with self._index.reading("read the store") as conn:
+                return self._index.usage(conn)
+        # Without an index, usage means a walk of the whole tree; the tool asks before every write, so the walk is
+        # cached for a few seconds (our own writes are added to it; deletions make it overestimate, which only
+        # errs on the safe side of a limit).
+        cached, taken = self._usage_cache
+        if time.monotonic() - taken > _USAGE_TTL:
             entries = self.list_files()
-            return Usage(len(entries), sum(e.size for e in entries))
-        with self._index.reading("read the store") as conn:
-            return self._index.usage(conn)
+            cached = Usage(len(entries), sum(e.size for e in entries))
+            self._usage_cache = (cached, time.monotonic())
+        return cached
 
     # -- writing ------------------------------------------------------------------------------------------
 
@@ -209,24 +270,19 @@ class DirectoryStore(Store):
             raise PathError(target.virtual, "not_allowed", "the root cannot be deleted")
         with self._locked() as (root, conn):
             rows = self._settle(root, conn, target)
-            with _fs.walk(root, target.parent) as parent:
-                _fs.remove_tree(parent, target.name)
             versions = [self._record_delete(conn, r, origin) for r in rows]
-            _fs.prune_empty(root, target.parent)
+            self._after_commit(partial(self._remove, root, target))
         return versions
 
     def move(self, src: PathLike, dst: PathLike, *, origin: Origin = Origin()) -> list[Version]:
         source, dest = as_path(src), as_path(dst)
         check_move(source, dest)
         with self._locked() as (root, conn):
+            rows = self._settle(root, conn, source)  # a missing source is reported first, as on every backend
             if dest.is_root or self._kind(root, dest) is not None:
                 raise AlreadyExistsError(f"{dest.virtual} already exists")
-            rows = self._settle(root, conn, source)
-            with _fs.walk(root, source.parent) as sparent, _fs.walk(root, dest.parent, create=True) as dparent:
-                _rename_noreplace(sparent, source.name, dparent, dest.name, dest)
-            versions = self._record_moves(root, conn, rows, source, dest, origin)
-            _fs.prune_empty(root, source.parent)
-        return versions
+            self._prepare_rename(root, rows, source, dest)
+            return self._record_moves(root, conn, rows, source, dest, origin)
 
     def import_version(self, version: Version, content: bytes | None) -> Version:
         self._require_history()
@@ -235,15 +291,14 @@ class DirectoryStore(Store):
         with self._locked() as (root, conn):
             if version.sha256 is None:
                 (row,) = self._settle(root, conn, target)
-                with _fs.walk(root, target.parent) as parent:
-                    _fs.remove_tree(parent, target.name)
-                _fs.prune_empty(root, target.parent)
+                self._after_commit(partial(self._remove, root, target))
                 return self._record_delete(conn, row, origin, op=version.op, ts=version.timestamp)
-            if version.op == "rename" and version.old_path is not None and content is None:
+            if version.op == "rename" and version.old_path is not None:
                 source = version.old_path
                 rows = self._settle(root, conn, source)
-                with _fs.walk(root, source.parent) as sp, _fs.walk(root, target.parent, create=True) as dp:
-                    _rename_noreplace(sp, source.name, dp, target.name, target)
+                if self._kind(root, target) is not None:
+                    raise AlreadyExistsError(f"{target.virtual} already exists")
+                self._prepare_rename(root, rows, source, target)
                 (moved,) = self._record_moves(root, conn, rows, source, target, origin, ts=version.timestamp)
                 return moved
             if content is None:
@@ -269,12 +324,12 @@ class DirectoryStore(Store):
     def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
         return self._require_history().touching(path.key, before)
 
-    def _blob(self, sha256: str) -> bytes:
+    def read_blob(self, sha256: str) -> bytes:
         index = self._require_history()
         with index.reading("read a version") as conn:
             content = index.blob(conn, sha256)
         if content is None:
-            raise NotFoundError("that version's content is missing from the history; run `memdir doctor`")
+            raise NotFoundError("no version of this namespace has that content")
         return content
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -285,12 +340,14 @@ class DirectoryStore(Store):
         return self._index
 
     def _open(self) -> _fs.DirHandle:
-        return _fs.open_root(self.root)
+        return _fs.open_root(self.root, self._identity)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[tuple[_fs.DirHandle, sqlite3.Connection | None]]:
         """The writer lock: flock on the namespace root (all processes, with or without history), then the
         sidecar's IMMEDIATE transaction (which also makes the index change atomic)."""
+        if self.read_only:
+            raise StorageError("could not change the store: the store is read-only")
         with self._open() as root:
             try:
                 fcntl.flock(root.fd, fcntl.LOCK_EX)
@@ -299,8 +356,73 @@ class DirectoryStore(Store):
             if self._index is None:
                 yield root, None
                 return
-            with self._index.transaction("update the store") as conn:
-                yield root, conn
+            pending = _Pending()
+            self._local.pending = pending
+            try:
+                with self._index.transaction("update the store") as conn:
+                    yield root, conn
+            except BaseException:
+                pending.roll_back()  # the index is unchanged: the visible files were never touched
+                raise
+            finally:
+                self._local.pending = None
+            pending.finish()
+            self._record_stamps(root, pending.stamps)
+
+    def _pending(self) -> _Pending | None:
+        pending: _Pending | None = getattr(self._local, "pending", None)
+        return pending
+
+    def _after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the index has committed (at once in a store without an index)."""
+        pending = self._pending()
+        if pending is None:
+            action()
+        else:
+            pending.apply.append(action)
+
+    def _record_stamps(self, root: _fs.DirHandle, paths: list[MemoryPath]) -> None:
+        """Note the on-disk identity of files just made visible. Best effort: a missing stamp only means the
+        next read re-hashes the file to check it."""
+        if not paths or self._index is None:
+            return
+        with contextlib.suppress(MemdirError), self._index.transaction("update the store") as conn:
+            for path in paths:
+                with _fs.walk(root, path.parent) as parent:
+                    st = _fs.lstat_at(parent, path.name)
+                if st is not None:
+                    self._index.set_stamp(conn, path.key, _fs.stamp_of(st).stamp)
+
+    def _install(self, root: _fs.DirHandle, target: MemoryPath, temp: str) -> None:
+        with _fs.walk(root, target.parent) as parent:
+            _fs.install(parent, temp, target.name)
+
+    def _discard(self, root: _fs.DirHandle, target: MemoryPath, temp: str) -> None:
+        """Remove an unused temporary file, and the directories made for it if they are now empty."""
+        with _fs.walk(root, target.parent) as parent:
+            _fs.remove_tree(parent, temp)
+        _fs.prune_empty(root, target.parent)
+
+    def _remove(self, root: _fs.DirHandle, target: MemoryPath) -> None:
+        with _fs.walk(root, target.parent) as parent:
+            _fs.remove_tree(parent, target.name)
+        _fs.prune_empty(root, target.parent)
+
+    def _prepare_rename(self, root: _fs.DirHandle, rows: list[IndexRow], source: MemoryPath, dest: MemoryPath) -> None:
+        """Make the destination's parents now (a file on the way fails here, before anything moved) and move
+        the tree once the index has committed."""
+        with _fs.walk(root, dest.parent, create=True):
+            pass
+        pending = self._pending()
+        if pending is not None:
+            pending.undo.append(partial(_fs.prune_empty, root, dest.parent))
+            pending.stamps.extend(key_path(r.path).rebase(source, dest) for r in rows)
+        self._after_commit(partial(self._rename, root, source, dest))
+
+    def _rename(self, root: _fs.DirHandle, source: MemoryPath, dest: MemoryPath) -> None:
+        with _fs.walk(root, source.parent) as sparent, _fs.walk(root, dest.parent, create=True) as dparent:
+            _rename_noreplace(sparent, source.name, dparent, dest.name, dest)
+        _fs.prune_empty(root, source.parent)
 
     def _row(self, key: str) -> IndexRow | None:
         assert self._index is not None
@@ -308,17 +430,20 @@ class DirectoryStore(Store):
             return self._index.get(conn, key)
 
     def _kind(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
-        """'file', 'dir' or None for what is on disk at ``target``; a symlink there is an escape."""
+        """'file', 'dir', 'other' (a FIFO, socket or device: never read, never listed) or None for what is on
+        disk at ``target``; a symlink there, or on the way, is an escape."""
         try:
             with _fs.walk(root, target.parent) as parent:
                 st = _fs.lstat_at(parent, target.name)
-        except NotFoundError:
-            return None
+        except (NotFoundError, NotADirectoryError_):
+            return None  # nothing can be below a file: the path does not exist, as on every backend
         if st is None:
             return None
         if stat_mod.S_ISLNK(st.st_mode):
             raise PathError(target.virtual, "escape")
-        return "dir" if stat_mod.S_ISDIR(st.st_mode) else "file"
+        if stat_mod.S_ISDIR(st.st_mode):
+            return "dir"
+        return "file" if stat_mod.S_ISREG(st.st_mode) else "other"
 
     def _observe(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> FileData:
         """Read ``target`` under the lock, recording an outside edit as a version first."""
@@ -350,6 +475,8 @@ class DirectoryStore(Store):
             raise NotAFileError(f"{target.virtual} is a directory")
         if kind == "file":
             return self._observe(root, conn, target)
+        # Nothing there, or a FIFO/socket/device, which `view` reports as missing: the write's rename(2)
+        # replaces that entry without ever opening it.
         if self._index is not None and conn is not None:
             gone = self._index.get(conn, target.key)
             if gone is not None:  # deleted outside memdir since we last looked
@@ -367,20 +494,32 @@ class DirectoryStore(Store):
         op: Op | str,
         ts: float | None = None,
     ) -> Version:
-        with _fs.walk(root, target.parent, create=True) as parent:
-            st = _fs.atomic_write(parent, target.name, content, fsync=self._fsync)
         sha = sha256_hex(content)
         if self._index is None or conn is None:
+            with _fs.walk(root, target.parent, create=True) as parent:
+                st = _fs.atomic_write(parent, target.name, content, fsync=self._fsync)
+            usage, taken = self._usage_cache
+            self._usage_cache = (Usage(usage.files + 1, usage.bytes + len(content)), taken)
             return _untracked(_token(st), target, op, origin, sha, len(content))
-        return self._index.record_write(
-            conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=st.stamp, ts=ts
+        # The new bytes go to a hidden temporary file first (this is where a full disk fails), the version is
+        # recorded, and the file is renamed into place only after the COMMIT (see `_Pending`).
+        with _fs.walk(root, target.parent, create=True) as parent:
+            temp = _fs.write_temp(parent, content, fsync=self._fsync)
+        pending = self._pending()
+        if pending is not None:
+            pending.undo.append(partial(self._discard, root, target, temp))
+            pending.stamps.append(target)
+        version = self._index.record_write(
+            conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=None, ts=ts
         )
+        self._after_commit(partial(self._install, root, target, temp))
+        return version
 
     def _settle(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> list[IndexRow]:
         """Bring the index in step with what is on disk at ``target`` (a file or a tree) and return its rows.
         `NotFoundError` when nothing is there."""
         kind = self._kind(root, target)
-        if kind is None:
+        if kind is None or kind == "other":
             raise NotFoundError(f"{target.virtual} does not exist")
         if kind == "file":
             data = self._observe(root, conn, target)
@@ -417,10 +556,13 @@ class DirectoryStore(Store):
         ts: float | None = None,
     ) -> list[Version]:
         versions: list[Version] = []
+        moved = self._pending() is None  # else the rename waits for the COMMIT, and stamps are noted after it
         for row in rows:
             new = key_path(row.path).rebase(source, dest)
-            with _fs.walk(root, new.parent) as parent:
-                st = _fs.lstat_at(parent, new.name)
+            st = None
+            if moved:
+                with _fs.walk(root, new.parent) as parent:
+                    st = _fs.lstat_at(parent, new.name)
             stamp = _fs.stamp_of(st).stamp if st is not None else None
             if self._index is None or conn is None:
                 token = _token(_fs.stamp_of(st)) if st is not None else row.version
@@ -435,20 +577,22 @@ class DirectoryStore(Store):
 
     def _reconcile(
         self, target: MemoryPath, found: list[tuple[MemoryPath, _fs.FileStat]]
-    ) -> list[tuple[MemoryPath, _fs.FileStat]]:
-        """Record what changed outside memdir below ``target``; cheap when nothing did (one indexed query)."""
+    ) -> tuple[list[tuple[MemoryPath, _fs.FileStat]], dict[str, IndexRow]]:
+        """Record what changed outside memdir below ``target`` and return the index rows there; cheap when
+        nothing did (one indexed query)."""
         assert self._index is not None
         with self._index.reading("read the store") as conn:
-            rows = {r.path: r.stamp for r in self._index.below(conn, target.key)}
+            rows = {r.path: r for r in self._index.below(conn, target.key)}
         on_disk = {p.key: st.stamp for p, st in found}
-        if rows == on_disk:
-            return found
+        if self.read_only or {k: r.stamp for k, r in rows.items()} == on_disk:
+            return found, rows
         with self._locked() as (root, conn):
             assert conn is not None
             with _fs.walk(root, target) as directory:
                 found = sorted(_fs.scan_tree(directory, target), key=lambda item: item[0].parts)
             self._apply_differences(root, conn, target, found)
-        return found
+            rows = {r.path: r for r in self._index.below(conn, target.key)}
+        return found, rows
 
     def _apply_differences(
         self,

@@ -163,7 +163,10 @@ class MemoryStore(Store):
             if version.sha256 is None:
                 self._file(version.path)
                 return self._remove(version.path.key, origin, op=version.op, ts=version.timestamp)
-            if version.op == "rename" and version.old_path is not None and version.old_path.key in self._s.files:
+            if version.op == "rename" and version.old_path is not None:
+                self._file(version.old_path)
+                if self._writable(version.path) is not None:
+                    raise AlreadyExistsError(f"{version.path.virtual} already exists")
                 return self._move_one(version.old_path.key, version.path, origin, ts=version.timestamp)
             if content is None:
                 raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
@@ -185,9 +188,12 @@ class MemoryStore(Store):
                 if (v.path == path or v.old_path == path) and (before is None or v.version < before)
             ]
 
-    def _blob(self, sha256: str) -> bytes:
+    def read_blob(self, sha256: str) -> bytes:
         with self._s.lock:
-            return self._s.blobs[sha256]
+            content = self._s.blobs.get(sha256)
+        if content is None:
+            raise NotFoundError("no version of this namespace has that content")
+        return content
 
     # -- internals (callers hold the lock) ----------------------------------------------------------------
 
@@ -202,7 +208,9 @@ class MemoryStore(Store):
     def _below(self, target: MemoryPath) -> list[Entry]:
         prefix = target.key + "/" if target.key else ""
         return [
-            Entry(key_path(k), f.size, f.modified) for k, f in sorted(self._s.files.items()) if k.startswith(prefix)
+            Entry(key_path(k), f.size, f.modified, f.version, f.sha256)
+            for k, f in sorted(self._s.files.items(), key=lambda item: item[0].split("/"))
+            if k.startswith(prefix)
         ]
 
     def _keys_at(self, target: MemoryPath) -> list[str]:

@@ -7,6 +7,7 @@ cross-process lock that makes read-modify-write commands lose no update.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,11 +55,18 @@ __all__ = ["SQLiteStore"]
 class SQLiteStore(Store):
     """A namespace in a SQLite database file (created ``0600`` in a ``0700`` directory if new)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, namespace: str = DEFAULT_NAMESPACE) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, namespace: str = DEFAULT_NAMESPACE, read_only: bool = False
+    ) -> None:
         self.namespace = check_namespace(namespace)
         self.path = Path(path).expanduser()
-        _create_private(self.path)
-        self._index = SqlIndex(self.path, self.namespace)
+        # A database on a read-only disk still opens, for reading: writes then fail with a clear error.
+        writable = not read_only and _create_private(self.path)
+        self._index = SqlIndex(self.path, self.namespace, read_only=not writable)
+
+    @property
+    def read_only(self) -> bool:
+        return self._index.read_only
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r}, namespace={self.namespace!r})"
@@ -98,7 +106,7 @@ class SQLiteStore(Store):
                 if not self._index.has_below(conn, target.key):
                     raise NotFoundError(f"{target.virtual} does not exist")
             rows = self._index.below(conn, target.key)
-        return [Entry(key_path(r.path), r.size, r.modified) for r in rows]
+        return [Entry(key_path(r.path), r.size, r.modified, r.version, r.sha256) for r in rows]
 
     def usage(self) -> Usage:
         with self._index.reading("read the store") as conn:
@@ -180,8 +188,11 @@ class SQLiteStore(Store):
                 return self._index.record_delete(conn, row, origin=origin, op=version.op, ts=version.timestamp)
             if version.op == "rename" and version.old_path is not None:
                 row = self._index.get(conn, version.old_path.key)
-                if row is not None:
-                    return self._index.record_move(conn, row, version.path.key, origin=origin, ts=version.timestamp)
+                if row is None:
+                    raise NotFoundError(f"{version.old_path.virtual} does not exist")
+                if self._writable(conn, version.path) is not None:
+                    raise AlreadyExistsError(f"{version.path.virtual} already exists")
+                return self._index.record_move(conn, row, version.path.key, origin=origin, ts=version.timestamp)
             if content is None:
                 raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
             self._writable(conn, version.path)
@@ -203,11 +214,11 @@ class SQLiteStore(Store):
     def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
         return self._index.touching(path.key, before)
 
-    def _blob(self, sha256: str) -> bytes:
+    def read_blob(self, sha256: str) -> bytes:
         with self._index.reading("read a version") as conn:
             content = self._index.blob(conn, sha256)
         if content is None:
-            raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
+            raise NotFoundError("no version of this namespace has that content")
         return content
 
     # -- helpers ------------------------------------------------------------------------------------------
@@ -233,19 +244,24 @@ class SQLiteStore(Store):
         return row
 
 
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 (and its directory 0700) before SQLite does it with umask defaults.
+def _create_private(path: Path) -> bool:
+    """Create the database file 0600 (and its directory 0700) before SQLite does it with umask defaults;
+    False when an existing database can only be read.
 
     SQLite gives its -wal and -shm files the database file's permissions, so they stay private too.
     """
+    writable = True
     try:
         secure_makedirs(path.parent)
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
         os.close(fd)
     except OSError as exc:
-        raise storage_error_from_os(exc, "open the store") from exc
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not path.is_file():
+            raise storage_error_from_os(exc, "open the store") from exc
+        writable = False
     if path.stat().st_size and not _looks_like_sqlite(path):
         raise CorruptStoreError("could not open the store: the file is not a memdir SQLite database")
+    return writable
 
 
 def _looks_like_sqlite(path: Path) -> bool:

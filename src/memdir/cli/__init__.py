@@ -1,7 +1,10 @@
 """The ``memdir`` command: a thin shell where each command calls one library function.
 
-Errors reach the user in one place (`_fail_cleanly`): a `MemdirError` becomes one line on stderr and exit
+Errors reach the user in one place (`fail_cleanly`): a `MemdirError` becomes one line on stderr and exit
 status 1; anything unexpected is logged with its traceback to the memdir log and reported in one line too.
+
+The commands live by theme: the memory tool and the store's location here, reading and restoring files in
+`_files`, archives and the doctor in `_admin`; the output helpers they share in `_output`.
 """
 
 from __future__ import annotations
@@ -9,19 +12,22 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
-from . import __version__
-from .config import default_store_url
-from .errors import MemdirError
-from .store import DEFAULT_NAMESPACE, Store, open_store
-from .tool import MemoryTool
+from .. import __version__
+from ..config import data_dir, default_store_url
+from ..errors import MemdirError
+from ..store import DEFAULT_NAMESPACE, Store, open_store
+from ..tool import MemoryTool
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+__all__ = ["Context", "cli", "fail_cleanly", "main", "pass_context"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -32,10 +38,14 @@ log = logging.getLogger("memdir.cli")
 class Context:
     """What the group's options decided, shared with every command."""
 
-    def __init__(self, store_url: str | None, namespace: str) -> None:
+    def __init__(self, store_url: str | None = None, namespace: str = DEFAULT_NAMESPACE) -> None:
         self.store_url = store_url
         self.namespace = namespace
         self._store: Store | None = None
+
+    @property
+    def url(self) -> str:
+        return self.store_url or default_store_url()
 
     def store(self) -> Store:
         if self._store is None:
@@ -47,7 +57,7 @@ class Context:
             self._store.close()
 
 
-def _fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
+def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn errors into one line on stderr and a non-zero exit, never a traceback."""
 
     @functools.wraps(fn)
@@ -55,7 +65,8 @@ def _fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MemdirError as exc:
-            raise click.ClickException(str(exc)) from exc
+            # Path errors carry the tool's wording ("Error: Path ..."); click adds its own "Error: ".
+            raise click.ClickException(str(exc).removeprefix("Error: ")) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
@@ -65,7 +76,64 @@ def _fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-pass_context = click.make_pass_decorator(Context)
+class _LogFile(logging.FileHandler):
+    """The memdir log, ``memdir.log`` in the data directory, created ``0600`` when the first record comes.
+
+    Without a handler, Python's last-resort handler would print the traceback on stderr after all."""
+
+    def __init__(self) -> None:
+        super().__init__(data_dir() / "memdir.log", delay=True, encoding="utf-8")
+
+    def _open(self) -> Any:
+        os.makedirs(os.path.dirname(self.baseFilename), mode=0o700, exist_ok=True)
+        os.close(os.open(self.baseFilename, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        return super()._open()
+
+
+def _open_log() -> Callable[[], None]:
+    """Attach the memdir log for one command; returns what detaches it (a program embedding the CLI, or a
+    test runner, goes on with its own logging afterwards)."""
+    logger = logging.getLogger("memdir")
+    handler = _LogFile()
+    logger.addHandler(handler)
+
+    def close() -> None:
+        logger.removeHandler(handler)
+        handler.close()
+
+    return close
+
+
+_pass_state = click.make_pass_decorator(Context)
+
+
+def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """A subcommand's own --store/--namespace wins over the group's (``memdir mcp --store URL`` reads as
+    people write it; ``memdir --store URL mcp`` works too)."""
+    if value is not None:
+        setattr(ctx.ensure_object(Context), str(param.name), value)
+
+
+def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
+    """Pass the shared `Context` and accept ``--store``/``--namespace`` after the subcommand as well."""
+    wrapped = _pass_state(fn)
+    wrapped = click.option(
+        "--namespace",
+        "-n",
+        "namespace",
+        metavar="NAME",
+        expose_value=False,
+        callback=_override,
+        help="Namespace (tenant) inside the store.",
+    )(wrapped)
+    return click.option(
+        "--store",
+        "store_url",
+        metavar="URL",
+        expose_value=False,
+        callback=_override,
+        help="Store URL (overrides MEMDIR_STORE and the group's --store).",
+    )(wrapped)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,6 +164,7 @@ def cli(ctx: click.Context, store_url: str | None, namespace: str) -> None:
 
         memdir tool '{"command": "view", "path": "/memories"}'
     """
+    ctx.call_on_close(_open_log())
     state = Context(store_url, namespace)
     ctx.obj = state
     ctx.call_on_close(state.close)
@@ -105,7 +174,7 @@ def cli(ctx: click.Context, store_url: str | None, namespace: str) -> None:
 @click.argument("command_json", metavar="JSON")
 @click.option("--actor", default="user", show_default=True, help="Actor recorded on the versions this writes.")
 @pass_context
-@_fail_cleanly
+@fail_cleanly
 def tool(state: Context, command_json: str, actor: str) -> None:
     """Run one memory-tool command and print what the model would read.
 
@@ -127,7 +196,7 @@ def tool(state: Context, command_json: str, actor: str) -> None:
 
 @cli.command()
 @pass_context
-@_fail_cleanly
+@fail_cleanly
 def mcp(state: Context) -> None:
     """Serve the store to MCP clients over stdio (Claude Code, Claude Desktop, ...).
 
@@ -135,7 +204,7 @@ def mcp(state: Context) -> None:
 
         claude mcp add memdir -- memdir mcp --store ~/memory
     """
-    from .integrations.mcp import run_stdio
+    from ..integrations.mcp import run_stdio
 
     run_stdio(state.store())
 
@@ -143,9 +212,18 @@ def mcp(state: Context) -> None:
 @cli.command()
 @pass_context
 def where(state: Context) -> None:
-    """Print the URL of the store memdir would use."""
-    click.echo(state.store_url or default_store_url())
+    """Print the URL of the store memdir would use.
+
+    Example:
+
+        MEMDIR_STORE=sqlite:///tmp/memory.db memdir where
+    """
+    click.echo(state.url)
 
 
 def main() -> None:
     cli(prog_name="memdir")
+
+
+# The commands register themselves on `cli` when imported (they need `cli` and the helpers above first).
+from . import _admin, _files  # noqa: E402, F401

@@ -1,0 +1,514 @@
+"""Portable archives of one namespace, history included (``memdir export`` / ``memdir import``).
+
+An archive is a zip file with three kinds of member, and nothing else:
+
+- ``manifest.json``: ``{"format": "memdir-archive", "format_version": 1, "memdir_version", "namespace",
+  "created", "counts": {"versions", "blobs", "files", "bytes"}}`` (``files``/``bytes``: the state at the end
+  of the history);
+- ``versions.jsonl``: every `Version` of the namespace's log, oldest first, one JSON object a line
+  (`version_to_json`);
+- ``blobs/<sha256>``: the content of every version, once per distinct content.
+
+Import replays the versions with `Store.import_version` (op, actor, session, source and time kept; numbers
+re-assigned by the target) into an *empty* namespace. The archive is untrusted input: before anything is
+written, every member name is checked against the three forms above (so ``../x`` or ``/etc/x`` can never
+matter: nothing is ever extracted by name), decompressed sizes are bounded while reading (a zip bomb's
+headers may lie), every blob's SHA-256 is recomputed, and the whole history is replayed on a throwaway
+in-memory store to prove it applies cleanly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import re
+import secrets
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+from . import __version__
+from .errors import AlreadyExistsError, ArchiveError, MemdirError, NotADirectoryError_
+from .paths import MemoryPath, parse
+from .store._base import Version, sha256_hex
+from .store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from .store._base import Store
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ArchiveError",
+    "ArchiveLimits",
+    "ArchiveSummary",
+    "export_namespace",
+    "import_namespace",
+    "version_from_json",
+    "version_to_json",
+]
+
+FORMAT = "memdir-archive"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+VERSIONS = "versions.jsonl"
+BLOBS = "blobs/"
+_BLOB_NAME = re.compile(r"blobs/([0-9a-f]{64})")
+_OPS = frozenset({"create", "write", "str_replace", "insert", "delete", "rename", "restore", "external", "import"})
+_CHUNK = 1024 * 1024
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveLimits:
+    """Bounds on what reading an archive may cost; decompressed sizes are counted as they are read."""
+
+    max_members: int = 1_000_000
+    max_blob_bytes: int = 64 * MIB  # the directory store refuses to read a bigger file anyway
+    max_versions_bytes: int = 512 * MIB
+    max_manifest_bytes: int = 1 * MIB
+    max_total_bytes: int = 2048 * MIB
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveSummary:
+    """What an archive holds: ``files``/``bytes`` are the namespace's state at the end of its history."""
+
+    namespace: str
+    versions: int
+    blobs: int
+    files: int
+    bytes: int
+
+
+# -- versions as JSON ---------------------------------------------------------------------------------------
+
+
+def version_to_json(version: Version) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "path": version.path.virtual,
+        "op": version.op,
+        "actor": version.actor,
+        "session": version.session,
+        "source": version.source,
+        "timestamp": version.timestamp,
+        "sha256": version.sha256,
+        "size": version.size,
+        "old_path": None if version.old_path is None else version.old_path.virtual,
+    }
+
+
+def version_from_json(data: object) -> Version:
+    """Check one decoded ``versions.jsonl`` object strictly (it comes from an untrusted file)."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    sha, old = data.get("sha256"), data.get("old_path")
+    version = Version(
+        version=_field(data, "version", int),
+        path=parse(_field(data, "path", str)),
+        op=_field(data, "op", str),
+        actor=_field(data, "actor", str),
+        session=_optional(data, "session"),
+        source=_optional(data, "source"),
+        timestamp=float(_field(data, "timestamp", (int, float))),
+        sha256=None if sha is None else _field(data, "sha256", str),
+        size=_field(data, "size", int),
+        old_path=None if old is None else parse(_field(data, "old_path", str)),
+    )
+    if version.op not in _OPS:
+        raise ValueError(f"unknown op {version.op[:40]!r}")
+    if version.version < 1 or version.size < 0 or not version.actor:
+        raise ValueError("version, size or actor out of range")
+    if not math.isfinite(version.timestamp) or version.timestamp < 0:
+        raise ValueError("timestamp out of range")
+    if version.sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", version.sha256):
+        raise ValueError("sha256 is not 64 lowercase hex digits")
+    if version.sha256 is None and version.size != 0:
+        raise ValueError("a deletion has no content, so its size must be 0")
+    return version
+
+
+def _field(data: dict[str, Any], name: str, kind: type[Any] | tuple[type[Any], ...]) -> Any:
+    value = data.get(name)
+    # bool is an int subclass; `true` is never a valid version, size or time.
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{name!r} is missing or has the wrong type")
+    return value
+
+
+def _optional(data: dict[str, Any], name: str) -> str | None:
+    value: str | None = None if data.get(name) is None else _field(data, name, str)
+    return value
+
+
+# -- export -------------------------------------------------------------------------------------------------
+
+
+def export_namespace(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ArchiveSummary:
+    """Write ``store``'s namespace, with its whole history, to a zip archive at ``path`` (created ``0600``:
+    it holds every memory ever written). The file appears complete or not at all."""
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise ArchiveError(f"{target.name} already exists (choose another name, or overwrite it)")
+    versions = list(store.log())
+    summary = _summarise(store.namespace, versions)
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with _private_file(temp) as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+            _write_member(zf, MANIFEST, json.dumps(_manifest(summary), indent=2).encode())
+            _write_member(zf, VERSIONS, "".join(json.dumps(version_to_json(v)) + "\n" for v in versions).encode())
+            _write_blobs(store, zf, versions, progress)
+        os.replace(temp, target)
+    except OSError as exc:
+        raise ArchiveError(f"could not write the archive: {exc.strerror or exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+    return summary
+
+
+def _summarise(namespace: str, versions: list[Version]) -> ArchiveSummary:
+    final = _final_state(versions)
+    blobs = {v.sha256 for v in versions if v.sha256 is not None}
+    return ArchiveSummary(namespace, len(versions), len(blobs), len(final), sum(v.size for v in final.values()))
+
+
+def _final_state(versions: Iterable[Version]) -> dict[str, Version]:
+    """Path -> the version now there, for the files that exist after the last version."""
+    state: dict[str, Version] = {}
+    for version in versions:
+        _apply(state, version)
+    return state
+
+
+def _apply(state: dict[str, Version], version: Version) -> None:
+    if version.op == "rename" and version.old_path is not None:
+        state.pop(version.old_path.key, None)
+    if version.sha256 is None:
+        state.pop(version.path.key, None)
+    else:
+        state[version.path.key] = version
+
+
+def _manifest(summary: ArchiveSummary) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "memdir_version": __version__,
+        "namespace": summary.namespace,
+        "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "counts": {
+            "versions": summary.versions,
+            "blobs": summary.blobs,
+            "files": summary.files,
+            "bytes": summary.bytes,
+        },
+    }
+
+
+@contextlib.contextmanager
+def _private_file(path: Path) -> Iterator[BinaryIO]:
+    # 0600 from the first byte: an archive holds every memory ever written, and a umask of 0 (common in
+    # containers) would otherwise make it world-readable.
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_member(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(name, dt.datetime.now(dt.UTC).timetuple()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o100600 << 16  # unzipped by hand, the members stay private too
+    zf.writestr(info, data)
+
+
+def _write_blobs(
+    store: Store, zf: zipfile.ZipFile, versions: list[Version], progress: Callable[[int, int], None] | None
+) -> None:
+    written: set[str] = set()
+    for done, version in enumerate(versions, start=1):
+        if version.sha256 is not None and version.sha256 not in written:
+            content = store.read_blob(version.sha256)  # each distinct content once
+            if sha256_hex(content) != version.sha256:
+                raise ArchiveError(f"version {version.version} of {version.path.virtual} does not match its hash")
+            _write_member(zf, BLOBS + version.sha256, content)
+            written.add(version.sha256)
+        if progress is not None:
+            progress(done, len(versions))
+
+
+# -- import -------------------------------------------------------------------------------------------------
+
+
+def import_namespace(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    limits: ArchiveLimits = ArchiveLimits(),
+    progress: Callable[[int, int], None] | None = None,
+) -> ArchiveSummary:
+    """Replay an archive's history into ``store``'s namespace, which must be empty.
+
+    The archive is checked in full first (`ArchiveError`, nothing written, when any part is wrong).
+    """
+    with _open_zip(path) as zf:
+        reader = _Reader(zf, limits)
+        summary, versions = reader.verify()
+        _require_empty(store)
+        for done, version in enumerate(versions, start=1):
+            try:
+                store.import_version(version, _content_for(reader, version))
+            except MemdirError as exc:
+                why = str(exc).removeprefix("Error: ")
+                raise ArchiveError(
+                    f"the import stopped at version {version.version} ({done} of {len(versions)}): {why}; "
+                    f"the namespace holds the {done - 1} versions before it"
+                ) from exc
+            if progress is not None:
+                progress(done, len(versions))
+    return summary
+
+
+def _open_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(path)
+    except FileNotFoundError as exc:
+        raise ArchiveError(f"no archive at {Path(path).name}") from exc
+    except (zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+        raise ArchiveError(f"the archive is not a readable zip file ({exc})") from exc
+    except OSError as exc:
+        raise ArchiveError(f"could not read the archive: {exc.strerror or exc}") from exc
+
+
+def _require_empty(store: Store) -> None:
+    # A history without files counts too: the imported version numbers would interleave with the old ones.
+    if store.usage().files or next(iter(store.log()), None) is not None:
+        raise ArchiveError(f"namespace {store.namespace!r} is not empty: import into a new one (--namespace NAME)")
+
+
+def _content_for(reader: _Reader, version: Version) -> bytes | None:
+    """What `import_version` needs: nothing for a deletion or a move (the file travels, every backend moves
+    it as it is), the blob for anything else."""
+    if version.sha256 is None or (version.op == "rename" and version.old_path is not None):
+        return None
+    return reader.blob(version.sha256)
+
+
+class _Reader:
+    """Reads the members of an untrusted archive within `ArchiveLimits`."""
+
+    def __init__(self, zf: zipfile.ZipFile, limits: ArchiveLimits) -> None:
+        self.zf = zf
+        self.limits = limits
+        self._budget = limits.max_total_bytes  # decompressed bytes we are still willing to read
+
+    def verify(self) -> tuple[ArchiveSummary, list[Version]]:
+        """Check everything: names, sizes, manifest, every version, every blob's hash, and the replay."""
+        blob_names = self._check_members()
+        manifest = self._manifest()
+        versions = self._versions()
+        blob_sizes = {sha: self._hash_blob(sha) for sha in blob_names}
+        _check_blobs(versions, blob_sizes)
+        _dry_run(versions)
+        summary = _summarise(str(manifest["namespace"]), versions)
+        _check_counts(manifest, summary)
+        return summary, versions
+
+    def blob(self, sha: str) -> bytes:
+        data = self._read(BLOBS + sha, self.limits.max_blob_bytes)
+        if sha256_hex(data) != sha:  # the file changed under us since `verify`
+            raise ArchiveError(f"blob {sha[:12]} does not match its name")
+        return data
+
+    def _check_members(self) -> set[str]:
+        infos = self.zf.infolist()
+        if len(infos) > self.limits.max_members:
+            raise ArchiveError(f"the archive has {len(infos):,} members, over the limit of {self.limits.max_members:,}")
+        names = [i.filename for i in infos]
+        if len(set(names)) != len(names):
+            raise ArchiveError("the archive holds two members with the same name")
+        blobs: set[str] = set()
+        for info in infos:
+            self._check_member(info)
+            match = _BLOB_NAME.fullmatch(info.filename)
+            if match:
+                blobs.add(match.group(1))
+        if sum(i.file_size for i in infos) > self.limits.max_total_bytes:
+            raise ArchiveError("the archive would unpack to more than the size limit")
+        for required in (MANIFEST, VERSIONS):
+            if required not in names:
+                raise ArchiveError(f"the archive has no {required}: it is not a memdir archive")
+        return blobs
+
+    def _check_member(self, info: zipfile.ZipInfo) -> None:
+        name = info.filename
+        if name not in (MANIFEST, VERSIONS, BLOBS) and not _BLOB_NAME.fullmatch(name):
+            raise ArchiveError(f"unexpected member {name[:80]!r} in the archive")
+        if info.flag_bits & 0x1:
+            raise ArchiveError(f"member {name!r} is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise ArchiveError(f"member {name!r} uses an unsupported compression method")
+
+    def _manifest(self) -> dict[str, Any]:
+        manifest = _json(self._read(MANIFEST, self.limits.max_manifest_bytes), MANIFEST)
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise ArchiveError("manifest.json does not describe a memdir archive")
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise ArchiveError(
+                f"archive format version {manifest.get('format_version')!r} is not supported "
+                f"(this memdir reads version {FORMAT_VERSION})"
+            )
+        if not isinstance(manifest.get("namespace"), str) or not isinstance(manifest.get("counts"), dict):
+            raise ArchiveError("manifest.json lacks the namespace or the counts")
+        return manifest
+
+    def _versions(self) -> list[Version]:
+        text = self._read(VERSIONS, self.limits.max_versions_bytes)
+        versions: list[Version] = []
+        try:
+            lines = text.decode("utf-8").split("\n")
+        except UnicodeDecodeError as exc:
+            raise ArchiveError("versions.jsonl is not UTF-8 text") from exc
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            data = _json(line.encode(), f"versions.jsonl line {number}")
+            try:
+                version = version_from_json(data)
+            except (ValueError, MemdirError) as exc:
+                raise ArchiveError(f"versions.jsonl line {number}: {str(exc).removeprefix('Error: ')}") from exc
+            if versions and version.version <= versions[-1].version:
+                raise ArchiveError(f"versions.jsonl line {number}: version numbers must increase")
+            versions.append(version)
+        return versions
+
+    def _hash_blob(self, sha: str) -> int:
+        """Stream a blob through SHA-256 (nothing kept in memory); its size."""
+        digest, size = hashlib.sha256(), 0
+        with self._member(BLOBS + sha) as fh:
+            while chunk := fh.read(_CHUNK):
+                size += len(chunk)
+                self._spend(len(chunk), BLOBS + sha, size > self.limits.max_blob_bytes)
+                digest.update(chunk)
+        if digest.hexdigest() != sha:
+            raise ArchiveError(f"blob {sha[:12]} is damaged: its content does not match its SHA-256")
+        return size
+
+    def _read(self, name: str, limit: int) -> bytes:
+        with self._member(name) as fh:
+            data = fh.read(limit + 1)
+        self._spend(len(data), name, len(data) > limit)
+        return data
+
+    def _spend(self, size: int, name: str, over_member_limit: bool) -> None:
+        self._budget -= size
+        if over_member_limit or self._budget < 0:
+            raise ArchiveError(f"member {name!r} unpacks to more than the size limit (a zip bomb?)")
+
+    @contextlib.contextmanager
+    def _member(self, name: str) -> Iterator[_Checked]:
+        try:
+            with self.zf.open(name) as fh:
+                yield _Checked(fh, name)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError) as exc:
+            raise ArchiveError(f"member {name!r} is damaged ({type(exc).__name__})") from exc
+
+
+class _Checked:
+    """A member stream whose decompression errors become `ArchiveError` (they surface on read, not open)."""
+
+    def __init__(self, fh: IO[bytes], name: str) -> None:
+        self._fh = fh
+        self._name = name
+
+    def read(self, size: int) -> bytes:
+        try:
+            return self._fh.read(size)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise ArchiveError(f"member {self._name!r} is damaged ({exc})") from exc
+
+
+def _json(data: bytes, where: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ArchiveError(f"{where} is not valid JSON") from exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def _check_blobs(versions: list[Version], blob_sizes: dict[str, int]) -> None:
+    used = {v.sha256 for v in versions if v.sha256 is not None}
+    for version in versions:
+        if version.sha256 is None:
+            continue
+        size = blob_sizes.get(version.sha256)
+        if size is None:
+            raise ArchiveError(f"version {version.version}: its content (blob {version.sha256[:12]}) is missing")
+        if size != version.size:
+            raise ArchiveError(f"version {version.version}: size {version.size} does not match its content")
+    unused = set(blob_sizes) - used
+    if unused:
+        raise ArchiveError(f"the archive holds {len(unused)} blob(s) that no version uses")
+
+
+def _dry_run(versions: list[Version]) -> None:
+    """Replay the history on a throwaway in-memory store: any version that could not apply to an empty
+    namespace (a delete of nothing, a file under a file, ...) is found before the real store is touched.
+    Content is left out (identical empty bytes): only paths decide whether a change applies."""
+    rehearsal = MemoryStore()
+    state: dict[str, Version] = {}
+    for version in versions:
+        moving = version.sha256 is None or (version.op == "rename" and version.old_path is not None)
+        try:
+            if version.op == "rename":
+                _check_destination(rehearsal, version.path)
+            rehearsal.import_version(version, None if moving else b"")
+        except MemdirError as exc:
+            raise ArchiveError(
+                f"version {version.version} cannot be applied: {str(exc).removeprefix('Error: ')}"
+            ) from exc
+        if moving and version.old_path is not None:
+            before = state.get(version.old_path.key)
+            if before is None or before.sha256 != version.sha256:
+                raise ArchiveError(f"version {version.version} renames a file but claims other content")
+        _apply(state, version)
+
+
+def _check_destination(rehearsal: MemoryStore, path: MemoryPath) -> None:
+    """What `Store.move` checks and `import_version` of a rename does not (on every backend): the destination
+    is free and no file stands where one of its directories should be."""
+    if rehearsal.stat(path) is not None:
+        raise AlreadyExistsError(f"{path.virtual} already exists")
+    for ancestor in path.ancestors():
+        found = rehearsal.stat(ancestor)
+        if found is not None and found.kind == "file":
+            raise NotADirectoryError_(f"{ancestor.virtual} is a file")
+
+
+def _check_counts(manifest: dict[str, Any], summary: ArchiveSummary) -> None:
+    counts = manifest["counts"]
+    for name in ("versions", "blobs", "files", "bytes"):
+        if counts.get(name) != getattr(summary, name):
+            raise ArchiveError(
+                f"manifest.json counts {counts.get(name)!r} {name}, the archive holds {getattr(summary, name)}"
+            )

@@ -1,0 +1,217 @@
+"""Reading files and their history, and restoring old versions: ls, cat, history, show, diff, restore."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..archive import version_to_json
+from ..errors import NotAFileError, NotFoundError
+from ..paths import parse
+from ..store import Origin, Stat
+from . import Context, cli, fail_cleanly, pass_context
+from ._output import echo_json, iso, print_rows, size, stdout_is_tty, version_number, write_bytes
+
+if TYPE_CHECKING:
+    from ..paths import MemoryPath
+    from ..store import Store
+
+
+@cli.command("ls")
+@click.argument("path", default="/memories")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@pass_context
+@fail_cleanly
+def ls(state: Context, path: str, as_json: bool) -> None:
+    """List the files below PATH with size, version and time.
+
+    PATH defaults to /memories. Sizes are bytes and the header is left out when stdout is not a terminal.
+
+    Example:
+
+        memdir ls /memories/projects
+    """
+    stats = file_stats(state.store(), parse(path))
+    if as_json:
+        echo_json([_stat_json(s) for s in stats])
+        return
+    tty = stdout_is_tty()
+    rows = [(s.path.virtual, size(s.size, tty), str(s.version), iso(s.modified)) for s in stats]
+    print_rows(("Path", "Size", "Version", "Modified"), rows, tty)
+
+
+@cli.command()
+@click.argument("path")
+@pass_context
+@fail_cleanly
+def cat(state: Context, path: str) -> None:
+    """Print the current content of a file, byte for byte.
+
+    Example:
+
+        memdir cat /memories/notes.md
+    """
+    write_bytes(state.store().read(parse(path)).content)
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@pass_context
+@fail_cleanly
+def history(state: Context, path: str, as_json: bool) -> None:
+    """List the versions of a file, newest first.
+
+    The history follows the file back through renames and past deletions.
+
+    Example:
+
+        memdir history /memories/notes.md
+    """
+    versions = state.store().history(parse(path))[::-1]
+    if as_json:
+        echo_json([{**version_to_json(v), "time": iso(v.timestamp)} for v in versions])
+        return
+    tty = stdout_is_tty()
+    rows = [
+        (str(v.version), iso(v.timestamp), v.op, v.actor, v.session or "-", size(v.size, tty),
+         (v.sha256 or "-")[:12], v.old_path.virtual if v.old_path else "-")
+        for v in versions
+    ]  # fmt: skip
+    print_rows(("Version", "Time", "Op", "Actor", "Session", "Size", "SHA-256", "Renamed from"), rows, tty)
+
+
+@cli.command()
+@click.argument("spec", metavar="PATH@VERSION")
+@pass_context
+@fail_cleanly
+def show(state: Context, spec: str) -> None:
+    """Print a file's content at one version, byte for byte.
+
+    Example:
+
+        memdir show /memories/notes.md@3
+    """
+    raw, _, number = spec.rpartition("@")
+    if not raw:
+        raise click.ClickException(f"expected PATH@VERSION, e.g. /memories/notes.md@3, got: {spec}")
+    write_bytes(state.store().read_version(parse(raw), version_number(number)))
+
+
+@cli.command()
+@click.argument("path")
+@click.argument("v1", required=False)
+@click.argument("v2", required=False)
+@pass_context
+@fail_cleanly
+def diff(state: Context, path: str, v1: str | None, v2: str | None) -> None:
+    """Show the changes between two versions of a file (a unified diff).
+
+    V2 defaults to the current content; V1 to the version before the current one.
+
+    Example:
+
+        memdir diff /memories/notes.md 3
+    """
+    first = None if v1 is None else version_number(v1)
+    second = None if v2 is None else version_number(v2)
+    for line in unified_diff(state.store(), parse(path), first, second):
+        click.echo(_colour(line), nl=False)
+
+
+@cli.command()
+@click.argument("path")
+@click.argument("version")
+@pass_context
+@fail_cleanly
+def restore(state: Context, path: str, version: str) -> None:
+    """Make an old version current again; print the new version number.
+
+    The restore is recorded as a new version, by actor `user`.
+
+    Example:
+
+        memdir restore /memories/notes.md 3
+    """
+    number = version_number(version)
+    origin = Origin(actor="user", source=f"restored from version {number}")
+    click.echo(state.store().restore(parse(path), number, origin=origin).version)
+
+
+# -- on top of the store contract ------------------------------------------------------------------------------
+
+
+def file_stats(store: Store, path: MemoryPath) -> list[Stat]:
+    """The `Stat` of every file below ``path``, or of ``path`` itself when it is a file."""
+    here = store.stat(path)
+    if here is None:
+        raise NotFoundError(f"{path.virtual} does not exist")
+    if here.kind == "file":
+        return [here]
+    return [Stat(e.path, "file", e.size, e.version, e.sha256, e.modified) for e in store.list_files(path)]
+
+
+def _stat_json(stat: Stat) -> dict[str, Any]:
+    return {
+        "path": stat.path.virtual,
+        "size": stat.size,
+        "version": stat.version,
+        "sha256": stat.sha256,
+        "modified": iso(stat.modified),
+    }
+
+
+def unified_diff(store: Store, path: MemoryPath, first: int | None, second: int | None) -> list[str]:
+    """The lines of a unified diff from version ``first`` (None: the one before the current) to ``second``
+    (None: the current content). A deletion counts as empty; content that is not UTF-8 is compared whole."""
+    if first is None:
+        versions = store.history(path)
+        old = _side(store, path, versions[-2].version) if len(versions) > 1 else ("/dev/null", b"")
+    else:
+        old = _side(store, path, first)
+    new = _side(store, path, second)
+    texts = [_text(old[1]), _text(new[1])]
+    if texts[0] is None or texts[1] is None:
+        return [] if old[1] == new[1] else [f"Binary contents of {old[0]} and {new[0]} differ\n"]
+    lines = difflib.unified_diff(_lines(texts[0]), _lines(texts[1]), old[0], new[0])
+    return "".join(lines).splitlines(keepends=True)
+
+
+def _side(store: Store, path: MemoryPath, version: int | None) -> tuple[str, bytes]:
+    """(label, content) of one side of a diff: a version, or the current content when ``version`` is None."""
+    if version is None:
+        try:
+            return f"{path.virtual} (current)", store.read(path).content
+        except (NotFoundError, NotAFileError):
+            return f"{path.virtual} (deleted)", b""
+    match = [v for v in store.history(path) if v.version == version]
+    if not match:
+        raise NotFoundError(f"{path.virtual} has no version {version}")
+    if match[0].deleted:
+        return f"{path.virtual}@{version} (deleted)", b""
+    return f"{path.virtual}@{version}", store.read_version(path, version)
+
+
+def _text(content: bytes) -> str | None:
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
+
+
+def _colour(line: str) -> str:
+    """Colours for a terminal; click strips them when stdout is not one."""
+    text, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+    if text.startswith(("+++", "---")):
+        return click.style(text, bold=True) + end
+    colour = {"@": "cyan", "+": "green", "-": "red"}.get(text[:1])
+    return (click.style(text, fg=colour) if colour else text) + end

@@ -1,0 +1,68 @@
+"""Output shared by the commands: tables on a terminal, tab-separated lines for scripts, JSON, bytes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from .._format import human_size
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def iso(timestamp: float | None) -> str:
+    """A time as ISO 8601 in UTC, to the second."""
+    if timestamp is None:
+        return "-"
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def size(count: int, tty: bool) -> str:
+    """Human-readable for a person, exact bytes for a script."""
+    return human_size(count) if tty else str(count)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def version_number(text: str) -> int:
+    """A VERSION argument. Checked here rather than with click's int type, whose error is three lines."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise click.ClickException(f"invalid version {text!r}: versions are numbers from 1 (see `memdir history`)")
+    return int(text)
+
+
+def echo_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def write_bytes(data: bytes) -> None:
+    click.echo(data, nl=False)  # bytes go to the binary stream untouched
+
+
+def print_rows(headers: Sequence[str], rows: Sequence[Sequence[str]], tty: bool) -> None:
+    """A table on a terminal; without one, tab-separated lines and no header, ready for ``cut`` or ``awk``."""
+    if not tty:
+        for row in rows:
+            click.echo("\t".join(row))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*headers, box=None, header_style="bold")
+    for row in rows:
+        table.add_row(*row)
+    console = Console(file=sys.stdout)
+    # Never squeeze a column into "…": a hash or a time cut short is useless. A narrow terminal wraps lines.
+    console.width = max(console.width, console.measure(table, options=console.options.update_width(10_000)).maximum)
+    console.print(table)

@@ -1,0 +1,370 @@
+"""export / import: a namespace and its whole history travel between any two backends; a damaged or hostile
+archive is refused before anything is written."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import warnings
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from backends import BACKENDS, store_url
+from cli.helpers import Run
+from memdir import MISSING, Origin, StorageError, Store, Version, open_store
+from memdir.archive import ArchiveError, ArchiveLimits, export_namespace, import_namespace
+
+MODEL = Origin("model", "s-1")
+USER = Origin("user", None, "cli")
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+
+
+def build_history(store: Store) -> None:
+    """Every kind of change: create, edit, a directory rename, delete, re-create, restore, shared content."""
+    store.write("/memories/notes.md", b"one\n", expect=MISSING, origin=MODEL, op="create")
+    store.update("/memories/notes.md", lambda f: f.content + b"two\n", origin=MODEL, op="str_replace")
+    store.write("/memories/projects/a.md", "é ü\n".encode(), origin=MODEL, op="create")
+    store.write("/memories/projects/b.md", b"bee\n", origin=MODEL, op="create")
+    store.write("/memories/pic.png", PNG, origin=USER, op="create")
+    store.move("/memories/projects", "/memories/archive/projects", origin=MODEL)
+    store.delete("/memories/archive/projects/b.md", origin=USER)
+    store.write("/memories/projects/b.md", b"bee again\n", origin=MODEL, op="create")
+    store.restore("/memories/notes.md", 1, origin=USER)
+    store.write("/memories/日本語.md", b"one\n", origin=Origin("model", "s-2"), op="create")
+
+
+def log_of(store: Store) -> list[tuple[object, ...]]:
+    return [
+        (v.version, v.path, v.op, v.actor, v.session, v.source, v.timestamp, v.sha256, v.size, v.old_path)
+        for v in store.log()
+    ]
+
+
+def files_of(store: Store) -> dict[str, bytes]:
+    return {e.path.virtual: store.read(e.path).content for e in store.list_files()}
+
+
+def histories_of(store: Store) -> dict[str, list[tuple[str, str, bytes | None]]]:
+    paths = {v.path.virtual for v in store.log()}
+    return {
+        p: [(v.op, v.actor, None if v.deleted else store.read_version(p, v.version)) for v in store.history(p)]
+        for p in sorted(paths)
+    }
+
+
+@pytest.mark.parametrize("source", BACKENDS)
+@pytest.mark.parametrize("target", BACKENDS)
+def test_round_trip_keeps_files_and_history(source: str, target: str, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    archive = tmp_path / "backup.zip"
+    with open_store(store_url(source, tmp_path / "a")) as original:
+        build_history(original)
+        exported = export_namespace(original, archive)
+        with open_store(store_url(target, tmp_path / "b"), namespace="copy") as copy:
+            imported = import_namespace(copy, archive)
+            assert log_of(copy) == log_of(original)
+            assert files_of(copy) == files_of(original)
+            assert histories_of(copy) == histories_of(original)
+            assert copy.usage() == original.usage()
+    assert exported == imported
+    assert (exported.namespace, exported.versions, exported.files, exported.blobs) == ("default", 11, 5, 6)
+
+
+def test_the_archive_layout(tmp_path: Path) -> None:
+    with open_store("memory:") as store:
+        build_history(store)
+        export_namespace(store, tmp_path / "backup.zip")
+    with zipfile.ZipFile(tmp_path / "backup.zip") as zf:
+        names = zf.namelist()
+        manifest = json.loads(zf.read("manifest.json"))
+        lines = zf.read("versions.jsonl").decode().splitlines()
+        blobs = {name: zf.read(name) for name in names if name.startswith("blobs/")}
+    assert names[:2] == ["manifest.json", "versions.jsonl"]
+    assert manifest["format"] == "memdir-archive"
+    assert manifest["format_version"] == 1
+    assert manifest["namespace"] == "default"
+    assert manifest["counts"] == {"versions": 11, "blobs": 6, "files": 5, "bytes": 4 + 6 + 10 + len(PNG) + 4}
+    assert json.loads(lines[0])["path"] == "/memories/notes.md"
+    assert all(hashlib.sha256(data).hexdigest() == name.removeprefix("blobs/") for name, data in blobs.items())
+
+
+def test_export_is_private_and_never_overwrites_by_accident(tmp_path: Path) -> None:
+    target = tmp_path / "backup.zip"
+    with open_store("memory:") as store:
+        store.write("/memories/a.md", b"a")
+        export_namespace(store, target)
+        assert oct(target.stat().st_mode)[-3:] == "600"
+        with pytest.raises(ArchiveError, match=r"backup\.zip already exists"):
+            export_namespace(store, target)
+        store.write("/memories/b.md", b"b")
+        assert export_namespace(store, target, overwrite=True).files == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["backup.zip"]  # no temporary file left behind
+
+
+def test_progress_is_reported_per_version(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    with open_store("memory:") as store:
+        build_history(store)
+        export_namespace(store, tmp_path / "x.zip", progress=lambda done, total: seen.append((done, total)))
+        assert seen == [(n, 11) for n in range(1, 12)]
+        seen.clear()
+        with open_store("memory:") as copy:
+            import_namespace(copy, tmp_path / "x.zip", progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(n, 11) for n in range(1, 12)]
+
+
+def test_import_needs_an_empty_namespace(tmp_path: Path) -> None:
+    with open_store("memory:") as store:
+        store.write("/memories/a.md", b"a")
+        export_namespace(store, tmp_path / "x.zip")
+        with pytest.raises(ArchiveError) as caught:
+            import_namespace(store, tmp_path / "x.zip")
+        assert str(caught.value) == "namespace 'default' is not empty: import into a new one (--namespace NAME)"
+        store.delete("/memories/a.md")  # no files, but a history: still refused, numbers would interleave
+        with pytest.raises(ArchiveError, match="is not empty"):
+            import_namespace(store, tmp_path / "x.zip")
+
+
+def test_an_import_that_fails_half_way_says_where_it_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_store("memory:") as store:
+        build_history(store)
+        export_namespace(store, tmp_path / "x.zip")
+    with open_store("memory:") as copy:
+        real = copy.import_version
+
+        def flaky(version: Version, content: bytes | None) -> Version:
+            if version.version == 4:
+                raise StorageError("could not write a file: no space left on the device holding the store")
+            return real(version, content)
+
+        monkeypatch.setattr(copy, "import_version", flaky)
+        with pytest.raises(ArchiveError) as caught:
+            import_namespace(copy, tmp_path / "x.zip")
+        assert str(caught.value) == (
+            "the import stopped at version 4 (4 of 11): could not write a file: no space left on the device "
+            "holding the store; the namespace holds the 3 versions before it"
+        )
+        assert len(list(copy.log())) == 3
+
+
+# -- damaged and hostile archives --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> dict[str, bytes]:
+    """The members of a valid archive, to tamper with."""
+    with open_store("memory:") as store:
+        store.write("/memories/a.md", b"alpha\n", op="create")
+        store.write("/memories/a.md", b"alpha beta\n")
+        store.move("/memories/a.md", "/memories/d/a.md")
+        store.write("/memories/b.md", b"bee\n", op="create")
+        store.delete("/memories/b.md")
+        export_namespace(store, tmp_path / "good.zip")
+    with zipfile.ZipFile(tmp_path / "good.zip") as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def write_zip(path: Path, members: list[tuple[str, bytes]] | dict[str, bytes]) -> Path:
+    items = members.items() if isinstance(members, dict) else members
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about duplicate names, which one test wants
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in items:
+                zf.writestr(name, data)
+    return path
+
+
+def refused(path: Path, limits: ArchiveLimits | None = None) -> str:
+    """Import ``path`` into an empty store; return the error, after checking nothing was written."""
+    with open_store("memory:") as store:
+        with pytest.raises(ArchiveError) as caught:
+            import_namespace(store, path, limits=limits or ArchiveLimits())
+        assert store.usage().files == 0
+        assert list(store.log()) == []
+    return str(caught.value)
+
+
+def versions(members: dict[str, bytes]) -> list[dict[str, object]]:
+    return [json.loads(line) for line in members["versions.jsonl"].decode().splitlines()]
+
+
+def with_versions(members: dict[str, bytes], change: Callable[[list[dict[str, object]]], None]) -> dict[str, bytes]:
+    items = versions(members)
+    change(items)
+    return {**members, "versions.jsonl": "".join(json.dumps(v) + "\n" for v in items).encode()}
+
+
+def blob_names(members: dict[str, bytes]) -> list[str]:
+    return sorted(name for name in members if name.startswith("blobs/"))
+
+
+def test_the_good_archive_imports(good: dict[str, bytes], tmp_path: Path) -> None:
+    with open_store("memory:") as store:
+        assert import_namespace(store, write_zip(tmp_path / "ok.zip", good)).versions == 5
+        assert files_of(store) == {"/memories/d/a.md": b"alpha beta\n"}
+
+
+def test_not_a_zip_file(tmp_path: Path) -> None:
+    (tmp_path / "x.zip").write_bytes(b"PK\x03\x04 this is not really a zip")
+    assert refused(tmp_path / "x.zip") == "the archive is not a readable zip file (File is not a zip file)"
+    assert refused(tmp_path / "missing.zip") == "no archive at missing.zip"
+
+
+@pytest.mark.parametrize(
+    "name", ["../evil.md", "/etc/cron.d/evil", "blobs/../../evil", "C:\\evil", "blobs/" + "A" * 64, "memories/a.md"]
+)
+def test_member_names_outside_the_format_are_refused(good: dict[str, bytes], tmp_path: Path, name: str) -> None:
+    path = write_zip(tmp_path / "x.zip", {**good, name: b"x"})
+    assert refused(path) == f"unexpected member {name!r} in the archive"
+
+
+def test_duplicate_member_names(good: dict[str, bytes], tmp_path: Path) -> None:
+    path = write_zip(tmp_path / "x.zip", [*good.items(), ("versions.jsonl", b"")])
+    assert refused(path) == "the archive holds two members with the same name"
+
+
+def test_a_blob_whose_content_does_not_match_its_name(good: dict[str, bytes], tmp_path: Path) -> None:
+    name = blob_names(good)[0]
+    path = write_zip(tmp_path / "x.zip", {**good, name: b"tampered\n"})
+    assert refused(path) == f"blob {name[6:18]} is damaged: its content does not match its SHA-256"
+
+
+def test_a_missing_blob(good: dict[str, bytes], tmp_path: Path) -> None:
+    name = blob_names(good)[0]
+    members = {k: v for k, v in good.items() if k != name}
+    message = refused(write_zip(tmp_path / "x.zip", members))
+    assert message.endswith(f"its content (blob {name[6:18]}) is missing")
+
+
+def test_a_blob_no_version_uses(good: dict[str, bytes], tmp_path: Path) -> None:
+    extra = b"stowaway"
+    path = write_zip(tmp_path / "x.zip", {**good, "blobs/" + hashlib.sha256(extra).hexdigest(): extra})
+    assert refused(path) == "the archive holds 1 blob(s) that no version uses"
+
+
+def test_missing_manifest_and_other_formats(good: dict[str, bytes], tmp_path: Path) -> None:
+    members = {k: v for k, v in good.items() if k != "manifest.json"}
+    assert refused(write_zip(tmp_path / "a.zip", members)) == (
+        "the archive has no manifest.json: it is not a memdir archive"
+    )
+    future = {**json.loads(good["manifest.json"]), "format_version": 2}
+    path = write_zip(tmp_path / "b.zip", {**good, "manifest.json": json.dumps(future).encode()})
+    assert refused(path) == "archive format version 2 is not supported (this memdir reads version 1)"
+
+
+def test_manifest_counts_must_match(good: dict[str, bytes], tmp_path: Path) -> None:
+    manifest = json.loads(good["manifest.json"])
+    manifest["counts"]["files"] = 7
+    path = write_zip(tmp_path / "x.zip", {**good, "manifest.json": json.dumps(manifest).encode()})
+    assert refused(path) == "manifest.json counts 7 files, the archive holds 1"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda vs: vs[0].update(path="/etc/passwd"), "versions.jsonl line 1: Path must start with /memories, got:"),
+        (lambda vs: vs[0].update(path="/memories/../x"), "versions.jsonl line 1: Path /memories/../x would escape"),
+        (lambda vs: vs[0].update(path="/memories/.memdir/x"), "versions.jsonl line 1: Path /memories/.memdir/x is"),
+        (lambda vs: vs[0].update(op="chmod"), "versions.jsonl line 1: unknown op 'chmod'"),
+        (lambda vs: vs[0].update(version="1"), "versions.jsonl line 1: 'version' is missing or has the wrong type"),
+        (lambda vs: vs[0].update(size=True), "versions.jsonl line 1: 'size' is missing or has the wrong type"),
+        (lambda vs: vs[0].update(sha256="ABC"), "versions.jsonl line 1: sha256 is not 64 lowercase hex digits"),
+        (lambda vs: vs[1].update(version=1), "versions.jsonl line 2: version numbers must increase"),
+        (
+            lambda vs: vs[2].update(old_path="/memories/x.md"),
+            "version 3 cannot be applied: /memories/x.md does not exist",
+        ),
+        (lambda vs: vs[4].update(path="/memories/zzz.md"), "version 5 cannot be applied: /memories/zzz.md does not"),
+        (
+            lambda vs: vs[2].update(sha256=vs[0]["sha256"], size=vs[0]["size"]),
+            "version 3 renames a file but claims other content",
+        ),
+        (lambda vs: vs[2].update(path="/memories/a.md"), "version 3 cannot be applied: /memories/a.md already exists"),
+        (lambda vs: vs[0].update(path="/memories/d"), "version 3 cannot be applied: /memories/d is a file"),
+    ],
+)
+def test_versions_that_are_malformed_or_cannot_apply(
+    good: dict[str, bytes], tmp_path: Path, change: Callable[[list[dict[str, object]]], None], message: str
+) -> None:
+    path = write_zip(tmp_path / "x.zip", with_versions(good, change))
+    assert refused(path).startswith(message)
+
+
+def test_versions_that_are_not_json(good: dict[str, bytes], tmp_path: Path) -> None:
+    bad = {**good, "versions.jsonl": good["versions.jsonl"] + b'{"version": NaN}\n'}
+    assert refused(write_zip(tmp_path / "a.zip", bad)) == "versions.jsonl line 6 is not valid JSON"
+    bad = {**good, "versions.jsonl": b"\xff\xfe"}
+    assert refused(write_zip(tmp_path / "b.zip", bad)) == "versions.jsonl is not UTF-8 text"
+
+
+def test_a_zip_bomb_is_stopped_while_it_unpacks(good: dict[str, bytes], tmp_path: Path) -> None:
+    bomb = bytes(70 * 1024 * 1024)  # 70 MiB of zeros: ~70 KiB compressed, over the 64 MiB limit for one blob
+    name = "blobs/" + hashlib.sha256(bomb).hexdigest()
+    path = write_zip(tmp_path / "bomb.zip", {**good, name: bomb})
+    del bomb
+    assert path.stat().st_size < 1024 * 1024
+    assert refused(path) == f"member {name!r} unpacks to more than the size limit (a zip bomb?)"
+
+
+def test_the_total_unpacked_size_is_bounded(good: dict[str, bytes], tmp_path: Path) -> None:
+    path = write_zip(tmp_path / "x.zip", good)
+    assert refused(path, ArchiveLimits(max_total_bytes=100)) == "the archive would unpack to more than the size limit"
+    assert refused(path, ArchiveLimits(max_members=3)).startswith("the archive has 5 members, over the limit of 3")
+
+
+def test_an_encrypted_member_is_refused(good: dict[str, bytes], tmp_path: Path) -> None:
+    path = write_zip(tmp_path / "x.zip", good)
+    data = bytearray(path.read_bytes())
+    central = data.rfind(b"PK\x01\x02")  # the last central-directory entry: set its "encrypted" flag
+    data[central + 8] |= 0x1
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
+        last = zf.infolist()[-1].filename
+    assert refused(path) == f"member {last!r} is encrypted"
+
+
+# -- the commands ------------------------------------------------------------------------------------------
+
+
+def test_export_and_import_commands(run: Run, tmp_path: Path) -> None:
+    source, target, archive = str(tmp_path / "dir-store"), f"sqlite://{tmp_path / 'copy.db'}", tmp_path / "b.zip"
+    with open_store(source) as store:
+        build_history(store)
+    result = run("export", str(archive), store=source)
+    assert (result.exit_code, result.stdout) == (
+        0,
+        f"Exported namespace 'default' to {archive}: 5 files, 11 versions.\n",
+    )
+    assert oct(archive.stat().st_mode)[-3:] == "600"
+    result = run("-n", "team", "import", str(archive), store=target)
+    assert (result.exit_code, result.stdout) == (
+        0,
+        f"Imported {archive} into namespace 'team': 5 files, 11 versions.\n",
+    )
+    assert run("-n", "team", "cat", "/memories/pic.png", store=target).stdout_bytes == PNG
+    again = run("-n", "team", "import", str(archive), store=target)
+    assert (again.exit_code, again.stdout) == (1, "")
+    assert again.stderr == "Error: namespace 'team' is not empty: import into a new one (--namespace NAME)\n"
+
+
+def test_export_refuses_to_overwrite_without_the_flag(run: Run, tmp_path: Path) -> None:
+    (tmp_path / "b.zip").write_bytes(b"precious")
+    result = run("export", str(tmp_path / "b.zip"), store="memory:")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: b.zip already exists (choose another name, or overwrite it)\n",
+    )
+    assert (tmp_path / "b.zip").read_bytes() == b"precious"
+    assert run("export", "--overwrite", str(tmp_path / "b.zip"), store="memory:").exit_code == 0
+
+
+def test_import_of_a_damaged_archive_is_one_line(run: Run, tmp_path: Path) -> None:
+    (tmp_path / "b.zip").write_bytes(b"garbage")
+    result = run("import", str(tmp_path / "b.zip"), store="memory:")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "Error: the archive is not a readable zip file (File is not a zip file)\n"

@@ -1,0 +1,372 @@
+"""memdir doctor: finds what is wrong with a store's files, repairs what can be repaired, deletes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from cli.helpers import Run
+from memdir import CorruptStoreError, NotFoundError, Origin, open_store
+from memdir.doctor import diagnose
+
+HINT = " Run `memdir doctor --repair` to fix what can be fixed."
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    """A directory store with a little history: a.md (two versions) and d/b.md."""
+    path = tmp_path / "store"
+    with open_store(str(path)) as store:
+        store.write("/memories/a.md", b"alpha\n", op="create", origin=Origin("model", "s-1"))
+        store.write("/memories/a.md", b"alpha 2\n", origin=Origin("model", "s-1"))
+        store.write("/memories/d/b.md", b"bee\n", op="create")
+    return path
+
+
+def files_on_disk(base: Path) -> dict[str, bytes]:
+    root = base / "memories"
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def mode(path: Path) -> str:
+    return oct(path.lstat().st_mode)[-3:]
+
+
+def test_a_healthy_store(run: Run, base: Path) -> None:
+    result = run("doctor", store=str(base))
+    assert (result.exit_code, result.stdout) == (0, f"Checking {base} (directory store)\nNo problems found.\n")
+
+
+def test_a_damaged_index_is_moved_aside_and_rebuilt_from_the_files(run: Run, base: Path) -> None:
+    before = files_on_disk(base)
+    index = base / ".memdir" / "index.db"
+    index.write_bytes(b"garbage" * 500)
+    with pytest.raises(CorruptStoreError):
+        open_store(str(base))
+
+    result = run("doctor", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"Checking {base} (directory store)\n"
+        "error   .memdir/index.db: the history index is damaged (file is not a database)\n"
+        f"1 problem found, 0 repaired, 1 remaining.{HINT}\n",
+    )
+
+    result = run("doctor", "--repair", store=str(base))
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[1] == "error   .memdir/index.db: the history index is damaged (file is not a database)"
+    assert re.fullmatch(
+        r"        repaired: the damaged index is kept as index\.db\.corrupt-\d{8}T\d{6}Z; "
+        r"index rebuilt from the 2 files on disk \(op and actor `import`\)",
+        lines[2],
+    )
+    assert lines[3:] == ["1 problem found, 1 repaired, 0 remaining."]
+
+    assert files_on_disk(base) == before  # the memory itself never changed
+    (aside,) = (base / ".memdir").glob("index.db.corrupt-*")
+    assert aside.read_bytes() == b"garbage" * 500  # kept, untouched
+    assert mode(index) == "600"
+    with open_store(str(base)) as store:
+        assert store.read("/memories/a.md").content == b"alpha 2\n"
+        (version,) = store.history("/memories/a.md")
+        assert (version.op, version.actor, version.sha256) == (
+            "import",
+            "import",
+            hashlib.sha256(b"alpha 2\n").hexdigest(),
+        )
+        store.write("/memories/a.md", b"alpha 3\n")  # the rebuilt index takes new versions
+        assert [v.version for v in store.history("/memories/a.md")][-1] == 3
+    assert run("doctor", store=str(base)).stdout.endswith("No problems found.\n")
+
+
+def test_a_missing_index_is_rebuilt(run: Run, base: Path) -> None:
+    (base / ".memdir" / "index.db").unlink()
+    result = run("doctor", store=str(base))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[1] == (
+        "warning .memdir/index.db: the history index is missing (the history is lost)"
+    )
+    result = run("doctor", "--repair", store=str(base))
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[2] == (
+        "        repaired: index rebuilt from the 2 files on disk (op and actor `import`)"
+    )
+
+
+def test_temp_files_symlinks_and_modes(run: Run, base: Path, tmp_path: Path) -> None:
+    root = base / "memories"
+    (root / ".memdir-tmp-4242-abcdef").write_bytes(b"half a write")
+    (tmp_path / "outside.txt").write_text("not memory\n")
+    os.symlink(tmp_path / "outside.txt", root / "link.md")
+    os.chmod(root / "a.md", 0o644)
+    os.chmod(root / "d", 0o755)
+
+    result = run("doctor", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"Checking {base} (directory store)\n"
+        "warning memories/.memdir-tmp-4242-abcdef: a temporary file left by an interrupted write\n"
+        "warning memories/a.md: mode 0644, should be 0600 (memory is private)\n"
+        "warning memories/d: mode 0755, should be 0700 (memory is private)\n"
+        "warning memories/link.md: a symbolic link: memdir never follows it; the model cannot see it\n"
+        f"4 problems found, 0 repaired, 4 remaining.{HINT}\n",
+    )
+
+    result = run("doctor", "--repair", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"Checking {base} (directory store)\n"
+        "warning memories/.memdir-tmp-4242-abcdef: a temporary file left by an interrupted write\n"
+        "        repaired: removed\n"
+        "warning memories/a.md: mode 0644, should be 0600 (memory is private)\n"
+        "        repaired: mode set to 0600\n"
+        "warning memories/d: mode 0755, should be 0700 (memory is private)\n"
+        "        repaired: mode set to 0700\n"
+        "warning memories/link.md: a symbolic link: memdir never follows it; the model cannot see it\n"
+        "4 problems found, 3 repaired, 1 remaining.\n",
+    )
+    assert not (root / ".memdir-tmp-4242-abcdef").exists()
+    assert (mode(root / "a.md"), mode(root / "d")) == ("600", "700")
+    assert (root / "link.md").is_symlink()  # reported, never deleted
+    assert mode(tmp_path / "outside.txt") == "644"  # and never followed
+    assert (tmp_path / "outside.txt").read_text() == "not memory\n"
+
+
+def test_names_contents_and_file_types_memdir_cannot_use_are_reported_only(run: Run, base: Path) -> None:
+    root = base / "memories"
+    (root / ".hidden.md").write_bytes(b"x")
+    os.chmod(root / ".hidden.md", 0o600)
+    fd = os.open(os.fsencode(root) + b"/bad\xff.md", os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    (root / "bin.md").write_bytes(b"\xff\xfe binary")
+    (root / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff")
+    for name in ("bin.md", "pic.png"):
+        os.chmod(root / name, 0o600)
+    os.mkfifo(root / "pipe.md", 0o600)
+
+    result = run("doctor", "--repair", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"Checking {base} (directory store)\n"
+        "warning memories/.hidden.md: a name the path rules refuse (names starting with '.' are hidden and reserved):"
+        " the model cannot see it\n"
+        "warning memories/bad\\xff.md: a name the path rules refuse (not valid UTF-8): the model cannot see it\n"
+        "warning memories/bin.md: the content is not UTF-8 text: the model's text commands refuse it\n"
+        "warning memories/pipe.md: not a regular file or directory: memdir ignores it\n"
+        "info    namespace default: 2 files changed outside memdir (recorded as versions when the store is next used)\n"
+        "        repaired: recorded as versions by actor `external`\n"
+        "4 problems found, 0 repaired, 4 remaining.\n",
+    )
+    assert sorted(os.listdir(root)) == [".hidden.md", "a.md", "bad\udcff.md", "bin.md", "d", "pic.png", "pipe.md"]
+
+
+def test_files_changed_outside_memdir_are_recorded(run: Run, base: Path) -> None:
+    (base / "memories" / "a.md").write_bytes(b"edited in vim\n")
+    (base / "memories" / "d" / "b.md").unlink()
+    result = run("doctor", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        0,
+        f"Checking {base} (directory store)\n"
+        "info    namespace default: 2 files changed outside memdir (recorded as versions when the store is next used)\n"
+        "No problems found.\n",
+    )
+    assert run("doctor", "--repair", store=str(base)).exit_code == 0
+    with open_store(str(base)) as store:
+        assert [(v.op, v.actor) for v in store.history("/memories/a.md")][-1] == ("write", "external")
+        assert [(v.op, v.actor) for v in store.history("/memories/d/b.md")][-1] == ("delete", "external")
+
+
+def test_a_chmod_alone_is_not_an_outside_change(run: Run, base: Path) -> None:
+    os.chmod(base / "memories" / "a.md", 0o600)  # the same mode: only the ctime moves
+    assert run("doctor", store=str(base)).stdout.endswith("No problems found.\n")
+
+
+def test_counters_that_disagree_with_the_index_are_fixed(run: Run, base: Path) -> None:
+    with sqlite3.connect(base / ".memdir" / "index.db") as conn:
+        conn.execute("UPDATE namespaces SET files = 99, bytes = 7")
+    conn.close()
+    result = run("doctor", "--repair", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        0,
+        f"Checking {base} (directory store)\n"
+        "error   .memdir/index.db: namespace default: counters say 99 files, 7 bytes, last version 3; "
+        "the tables hold 2 files, 12 bytes, last version 3\n"
+        "        repaired: counters set from the tables\n"
+        "1 problem found, 1 repaired, 0 remaining.\n",
+    )
+    with open_store(str(base)) as store:
+        assert (store.usage().files, store.usage().bytes) == (2, 12)
+
+
+def test_other_namespaces_are_checked_too(run: Run, base: Path) -> None:
+    with open_store(str(base), namespace="team") as store:
+        store.write("/memories/t.md", b"t")
+    os.chmod(base / "namespaces" / "team" / "t.md", 0o666)
+    (base / "namespaces" / "not a namespace!").mkdir()
+    result = run("doctor", store=str(base))
+    assert result.stdout.splitlines()[1:3] == [
+        "warning namespaces/not a namespace!: not a namespace directory memdir can use; left alone",
+        "warning namespaces/team/t.md: mode 0666, should be 0600 (memory is private)",
+    ]
+
+
+def test_no_store_at_the_location(run: Run, tmp_path: Path) -> None:
+    result = run("doctor", store=str(tmp_path))
+    assert (result.exit_code, result.stdout.splitlines()[1]) == (
+        1,
+        f"error   {tmp_path}: no memdir directory store at this location",
+    )
+    assert not (tmp_path / ".memdir").exists()  # the doctor creates no store
+    result = run("doctor", store=f"sqlite://{tmp_path / 'none.db'}")
+    assert result.stdout.splitlines()[1] == "error   none.db: no SQLite store at this location"
+
+
+def test_an_unknown_scheme_is_a_one_line_error(run: Run) -> None:
+    result = run("doctor", store="bogus:x")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, memory:, sqlite:\n"
+    )
+
+
+def test_an_in_memory_store(run: Run) -> None:
+    result = run("doctor", store="memory:")
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "Checking memory: (memory store)\n"
+        "info    store: an in-memory store lives inside one process: nothing on disk to check\n"
+        "No problems found.\n",
+    )
+
+
+# -- the SQLite store ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "memory.db"
+    with open_store(f"sqlite://{path}") as store:
+        for n in range(60):
+            store.write(f"/memories/f{n:02}.md", f"MARKER-{n:02}\n".encode() + os.urandom(1500).hex().encode())
+    return path
+
+
+def test_a_healthy_sqlite_store(run: Run, db: Path) -> None:
+    result = run("doctor", store=f"sqlite://{db}")
+    assert (result.exit_code, result.stdout) == (0, f"Checking sqlite://{db} (sqlite store)\nNo problems found.\n")
+
+
+def test_a_sqlite_file_that_is_not_a_database_is_left_alone(run: Run, tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    path.write_bytes(b"garbage" * 1000)
+    os.chmod(path, 0o600)
+    result = run("doctor", "--repair", store=f"sqlite://{path}")
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"Checking sqlite://{path} (sqlite store)\n"
+        "error   memory.db: the database is damaged (file is not a database)\n"
+        "error   memory.db: nothing in it can be read, so nothing was salvaged; move it away to start an empty store\n"
+        "2 problems found, 0 repaired, 2 remaining.\n",
+    )
+    assert path.read_bytes() == b"garbage" * 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
+
+
+def _leaf_page_holding(data: bytearray, page_size: int, marker: bytes) -> int:
+    """A b-tree *leaf* page holding ``marker``. Stale copies of a row can linger in the free space of an
+    interior page after a split (SQLite does not zero it); damaging the root of a table loses every row,
+    which is not the partial damage this test is about."""
+    at = data.find(marker)
+    while at != -1:
+        page = at // page_size
+        if page and data[page * page_size] in (0x0A, 0x0D):  # index / table b-tree leaf
+            return page
+        at = data.find(marker, at + 1)
+    raise AssertionError("no leaf page holds the marker")
+
+
+def test_a_damaged_sqlite_store_is_salvaged_and_the_original_kept(run: Run, db: Path) -> None:
+    data = bytearray(db.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    page = _leaf_page_holding(data, page_size, b"MARKER-30")
+    data[page * page_size : (page + 1) * page_size] = b"\xff" * page_size
+    db.write_bytes(bytes(data))
+    damaged = bytes(data)
+    url = f"sqlite://{db}"
+
+    result = run("doctor", store=url)
+    assert result.exit_code == 1
+    assert (
+        result.stdout.splitlines()[1] == "error   memory.db: the database is damaged (database disk image is malformed)"
+    )
+
+    result = run("doctor", "--repair", store=url)
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(
+        r"        repaired: [\d,]+ rows salvaged into a new database; the original is kept as "
+        r"memory\.db\.corrupt-\d{8}T\d{6}Z",
+        lines[2],
+    )
+    (aside,) = db.parent.glob("memory.db.corrupt-*[0-9]Z")
+    assert aside.read_bytes() == damaged  # the original, byte for byte
+    assert mode(db) == "600"
+    with open_store(url) as store:
+        readable = 0
+        for n in range(60):
+            with contextlib.suppress(CorruptStoreError, NotFoundError):
+                readable += store.read(f"/memories/f{n:02}.md").content.startswith(f"MARKER-{n:02}".encode())
+        assert 50 <= readable < 60  # only the rows on the damaged page are lost
+        assert store.usage().files == sum(1 for _ in store.list_files())
+    final = run("doctor", store=url)
+    assert "remaining" in final.stdout or final.stdout.endswith("No problems found.\n")
+    assert "the database is damaged" not in final.stdout
+
+
+def test_sqlite_counters_missing_content_and_modes(run: Run, db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE namespaces SET files = 1, last_version = 2")
+        conn.execute("DELETE FROM blobs WHERE sha256 = (SELECT sha256 FROM files WHERE path = 'f07.md')")
+    conn.close()
+    os.chmod(db, 0o644)
+    total = _bytes(db)
+    result = run("doctor", "--repair", store=f"sqlite://{db}")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[1:] == [
+        "warning memory.db: mode 0644, should be 0600 (memory is private)",
+        "        repaired: mode set to 0600",
+        f"error   memory.db: namespace default: counters say 1 file, {total:,} bytes, last version 2; "
+        f"the tables hold 60 files, {total:,} bytes, last version 60",
+        "        repaired: counters set from the tables",
+        "error   memory.db: namespace default: the content of 1 version is missing",
+        "3 problems found, 2 repaired, 1 remaining.",
+    ]
+    assert mode(db) == "600"
+
+
+def _bytes(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        total = int(conn.execute("SELECT sum(size) FROM files").fetchone()[0])
+    conn.close()
+    return total
+
+
+def test_diagnose_returns_findings(base: Path) -> None:
+    os.chmod(base / "memories" / "a.md", 0o640)
+    report = diagnose(str(base))
+    assert not report.ok
+    (finding,) = report.findings
+    assert (finding.severity, finding.where, finding.repaired, finding.remains) == (
+        "warning",
+        "memories/a.md",
+        None,
+        True,
+    )
+    assert diagnose(str(base), repair=True).ok
+    assert diagnose(str(base)).findings == []

@@ -1,0 +1,45 @@
+"""Every command documents itself: a one-line summary and an Example block, shown by --help."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from memdir.cli import cli
+
+COMMANDS = sorted(cli.commands)
+
+
+def test_the_command_set() -> None:
+    assert COMMANDS == [
+        "cat", "diff", "doctor", "export", "history", "import", "ls", "mcp", "restore", "show", "tool", "where"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_help_with_an_example(name: str) -> None:
+    command = cli.commands[name]
+    assert command.help and command.help.strip()
+    summary = command.get_short_help_str(limit=80)
+    assert summary and not summary.endswith("..."), f"{name}: the first line should be short: {summary!r}"
+    result = CliRunner().invoke(cli, [name, "--help"])
+    assert result.exit_code == 0
+    example = result.stdout.split("Example:", 1)
+    assert len(example) == 2, f"{name} --help has no Example block"
+    assert "memdir" in example[1].split("Options:")[0], f"{name}: the example should show a memdir command line"
+
+
+def test_the_group_help_lists_every_command() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.stdout
+    for name in COMMANDS:
+        assert f"\n  {name} " in result.stdout
+
+
+def test_the_commands_are_click_commands_with_docstrings() -> None:
+    for name in COMMANDS:
+        command = cli.commands[name]
+        assert isinstance(command, click.Command)
+        assert command.callback is not None and command.callback.__doc__
