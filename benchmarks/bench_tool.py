@@ -1,7 +1,8 @@
 """memdir's memory tool vs the Anthropic SDK's BetaLocalFilesystemMemoryTool, paired in one run.
 
 The same mixed command sequence (create, view, str_replace, insert, view dir, rename, delete) runs through
-three implementations, interleaved iteration by iteration so machine noise hits all of them alike:
+three implementations, interleaved iteration by iteration (rotating who goes first) so machine noise and the
+file system's shared journal hit all of them alike:
 
 - ``sdk``        the SDK's ``BetaLocalFilesystemMemoryTool`` (no history, no limits)
 - ``directory``  memdir's directory store, with version history and every check on
@@ -85,8 +86,11 @@ def seed(run: Runner, files: int) -> None:
 
 def mixed(runners: dict[str, Runner], iterations: int) -> dict[str, dict[str, list[float]]]:
     times: dict[str, dict[str, list[float]]] = {name: {c: [] for c in COMMANDS} for name in runners}
+    order = list(runners.items())
     for i in range(iterations):
-        for name, run in runners.items():
+        # Rotate who goes first: an fsync also flushes the file-system journal of whatever ran just before it,
+        # so a fixed order would bill one implementation for another's metadata changes.
+        for name, run in order[i % len(order) :] + order[: i % len(order)]:
             for label, command in sequence(i):
                 start = time.perf_counter()
                 run(command)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .errors import PathError
@@ -68,6 +68,12 @@ class MemoryPath:
     """
 
     parts: tuple[str, ...]
+    # The path relative to the root, ``a/b.md`` (``""`` for the root): what backends store. Kept, not derived
+    # on each use: listings of thousands of files ask for it several times per file.
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", "/".join(self.parts))
 
     @classmethod
     def root(cls) -> MemoryPath:
@@ -76,11 +82,6 @@ class MemoryPath:
     @property
     def is_root(self) -> bool:
         return not self.parts
-
-    @property
-    def key(self) -> str:
-        """The path relative to the root, ``a/b.md`` (``""`` for the root): what backends store."""
-        return "/".join(self.parts)
 
     @property
     def virtual(self) -> str:

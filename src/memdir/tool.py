@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard, assert_never
 import anyio.to_thread
 
 from ._format import human_size, number_lines, split_lines
+from ._gc import paused
 from .errors import (
     AlreadyExistsError,
     CorruptStoreError,
@@ -150,18 +151,22 @@ class MemoryTool:
         target = parse(path)
         missing = _error(f"The path {path} does not exist. Please provide a valid path.")
         if target.is_root:
-            return self._listing(path, target, self.store.list_files(target))
+            return self._directory(path, target)
         try:
             try:
                 data = self.store.read(target)
             except NotAFileError:
-                return self._listing(path, target, self.store.list_files(target))
+                return self._directory(path, target)
         except (NotFoundError, NotADirectoryError_):  # also when the directory went away (or became a file) since
             return missing
         except PathError as exc:  # a symlink met on the way: name the path as sent, as the other commands do
             return _error(PathError(path, exc.kind, exc.why).tool_text())
         image = self._image(path, target, data)
         return image if image is not None else self._file_view(path, data, view_range)
+
+    def _directory(self, path: str, target: MemoryPath) -> ToolResult:
+        with paused():  # thousands of short-lived objects for a big tree: see memdir._gc
+            return self._listing(path, target, self.store.list_files(target))
 
     def _listing(self, path: str, target: MemoryPath, entries: list[Entry]) -> ToolResult:
         header = (

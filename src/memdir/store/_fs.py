@@ -72,12 +72,9 @@ class FileStat:
     size: int
     mtime_ns: int
     ctime_ns: int
-
-    @property
-    def stamp(self) -> str:
-        """The identity of one on-disk state of a file. A write through memdir replaces the inode; an editor
-        writing in place changes mtime/ctime; ``cp -p`` keeps mtime but not ctime."""
-        return f"{self.ino}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+    # The identity of one on-disk state of a file, as the index keeps it. A write through memdir replaces the
+    # inode; an editor writing in place changes mtime/ctime; ``cp -p`` keeps mtime but not ctime.
+    stamp: str
 
     @property
     def mtime(self) -> float:
@@ -85,7 +82,8 @@ class FileStat:
 
 
 def stamp_of(st: os.stat_result) -> FileStat:
-    return FileStat(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    ino, size, mtime, ctime = st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return FileStat(ino, size, mtime, ctime, f"{ino}:{size}:{mtime}:{ctime}")
 
 
 class DirHandle:

@@ -290,12 +290,14 @@ class SqlIndex:
         ).fetchone()
         return row is not None
 
-    def below(self, conn: sqlite3.Connection, key: str) -> list[IndexRow]:
+    def below(self, conn: sqlite3.Connection, key: str, *, ordered: bool = True) -> list[IndexRow]:
+        """The rows below directory ``key``; in tree order (by segments) unless ``ordered`` is False."""
         low, high = _range(key)
+        # Tree order: '/' sorts as char(1), below every character a name may hold.
+        order = " ORDER BY replace(path, '/', char(1))" if ordered else ""
         rows = conn.execute(
             "SELECT path, version, sha256, size, modified, stamp FROM files "
-            # Tree order (by segments): '/' sorts as char(1), below every character a name may hold.
-            "WHERE ns = ? AND path >= ? AND path < ? ORDER BY replace(path, '/', char(1))",
+            f"WHERE ns = ? AND path >= ? AND path < ?{order}",
             (self.namespace, low, high),
         ).fetchall()
         return [IndexRow(*r) for r in rows]

@@ -582,7 +582,7 @@ class DirectoryStore(Store):
         nothing did (one indexed query)."""
         assert self._index is not None
         with self._index.reading("read the store") as conn:
-            rows = {r.path: r for r in self._index.below(conn, target.key)}
+            rows = {r.path: r for r in self._index.below(conn, target.key, ordered=False)}
         on_disk = {p.key: st.stamp for p, st in found}
         if self.read_only or {k: r.stamp for k, r in rows.items()} == on_disk:
             return found, rows
@@ -591,7 +591,7 @@ class DirectoryStore(Store):
             with _fs.walk(root, target) as directory:
                 found = sorted(_fs.scan_tree(directory, target), key=lambda item: item[0].parts)
             self._apply_differences(root, conn, target, found)
-            rows = {r.path: r for r in self._index.below(conn, target.key)}
+            rows = {r.path: r for r in self._index.below(conn, target.key, ordered=False)}
         return found, rows
 
     def _apply_differences(
