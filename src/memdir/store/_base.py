@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Literal, Self
 
 from ..errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError, PathError
 from ..paths import MemoryPath, parse
+from ._db import SqlDatabase
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
     from types import TracebackType
 
 __all__ = [
@@ -302,10 +304,34 @@ class Store(ABC):
         writes ``content`` to ``path``.
         """
 
+    # -- the auxiliary database ---------------------------------------------------------------------------
+
+    @property
+    def aux(self) -> SqlDatabase:
+        """The store's auxiliary SQLite database: where features keep what is derived from the store or kept
+        about it (the search index, the audit log, the quarantine, access times), each in its own tables made by
+        its own migration set (`SqlDatabase.ensure`). Rows carry the namespace: one database may serve several.
+
+        Where it lives is the backend's choice (`_aux_location`): in the SQLite store's own file, in the
+        directory store's sidecar, in memory for the in-memory store.
+        """
+        aux: SqlDatabase | None = self.__dict__.get("_aux_db")
+        if aux is None:
+            location, read_only = self._aux_location()
+            aux = self.__dict__.setdefault("_aux_db", SqlDatabase(location, read_only=read_only))
+        return aux
+
+    def _aux_location(self) -> tuple[str | Path | None, bool]:
+        """(database file or None for memory, read-only?) of the auxiliary database."""
+        return None, False
+
     # -- lifecycle ----------------------------------------------------------------------------------------
 
-    def close(self) -> None:  # noqa: B027 - optional hook; most stores hold nothing to release
-        """Release what the store holds open."""
+    def close(self) -> None:
+        """Release what the store holds open (subclasses extend this)."""
+        aux: SqlDatabase | None = self.__dict__.pop("_aux_db", None)
+        if aux is not None:
+            aux.close()
 
     def __enter__(self) -> Self:
         return self

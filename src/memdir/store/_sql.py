@@ -13,10 +13,8 @@ One schema, created and upgraded by named migrations (`memdir.store._migrations`
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
-import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import TYPE_CHECKING
 from ..errors import CorruptStoreError, StorageError
 from ..paths import MemoryPath
 from ._base import Origin, Usage, Version
+from ._db import SqlDatabase
 from ._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
@@ -185,20 +184,12 @@ def _range(key: str) -> tuple[str, str]:
     return (key + "/", key + "0") if key else ("", "\U0010ffff")
 
 
-class SqlIndex:
-    """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces.
-
-    Connections are per thread (SQLite connections must not be used by two threads at once); writes run in
-    ``BEGIN IMMEDIATE`` transactions, which are also the cross-process write lock.
-    """
+class SqlIndex(SqlDatabase):
+    """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
     def __init__(self, location: str | Path, namespace: str, *, read_only: bool = False) -> None:
+        super().__init__(location, read_only=read_only)
         self.namespace = namespace
-        self.read_only = read_only
-        self._location = location
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
         conn = self.conn
         try:
             if read_only:
@@ -208,60 +199,6 @@ class SqlIndex:
                 conn.execute("INSERT OR IGNORE INTO namespaces (ns) VALUES (?)", (namespace,))
         except sqlite3.Error as exc:
             raise translate(exc, "open the store") from exc
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = connect(self._location, read_only=self.read_only)
-            except sqlite3.Error as exc:
-                raise translate(exc, "open the store") from exc
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        return conn
-
-    def close(self) -> None:
-        with self._lock:
-            for conn in self._all:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-            self._all.clear()
-        self._local = threading.local()
-
-    @contextlib.contextmanager
-    def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """A write transaction: taken at once (``BEGIN IMMEDIATE``), so two writers never interleave."""
-        if self.read_only:
-            raise StorageError(f"could not {doing}: the store is read-only")
-        conn = self.conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise translate(exc, doing) from exc
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise translate(exc, doing) from exc
-            raise
-
-    @contextlib.contextmanager
-    def reading(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """A read transaction: several queries see one snapshot."""
-        conn = self.conn
-        try:
-            conn.execute("BEGIN")
-            yield conn
-        except sqlite3.Error as exc:
-            raise translate(exc, doing) from exc
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("COMMIT")
 
     # -- current state ------------------------------------------------------------------------------------
 

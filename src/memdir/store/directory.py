@@ -81,6 +81,7 @@ __all__ = ["DirectoryStore", "namespace_root"]
 
 SIDECAR = ".memdir"
 INDEX_NAME = "index.db"
+AUX_NAME = "aux.db"  # the auxiliary database (search index, audit log, quarantine...), beside the index
 
 _External = Origin(actor="external")
 _USAGE_TTL = 5.0  # seconds a walked usage count stays fresh in a store without an index
@@ -166,6 +167,16 @@ class DirectoryStore(Store):
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
+        super().close()
+
+    def _aux_location(self) -> tuple[str | Path | None, bool]:
+        """Beside the history index, in the sidecar; in memory when the store keeps no sidecar."""
+        if self.index_path is None or (self.read_only and self._index is None):
+            return None, False
+        location = self.index_path.with_name(AUX_NAME)
+        if self.read_only:
+            return (location, True) if location.is_file() else (None, False)
+        return location, False
 
     @property
     def keeps_history(self) -> bool:

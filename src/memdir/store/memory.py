@@ -35,6 +35,7 @@ from ._base import (
     key_path,
     sha256_hex,
 )
+from ._db import SqlDatabase
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -58,6 +59,7 @@ class _State:
     versions: list[Version] = field(default_factory=list)
     blobs: dict[str, bytes] = field(default_factory=dict)
     bytes: int = 0
+    aux: SqlDatabase = field(default_factory=lambda: SqlDatabase(None))  # shared by every opener of a named store
 
 
 _SHARED: dict[tuple[str, str], _State] = {}
@@ -75,6 +77,13 @@ class MemoryStore(Store):
 
     def __repr__(self) -> str:
         return f"MemoryStore(namespace={self.namespace!r})"
+
+    @property
+    def aux(self) -> SqlDatabase:
+        return self._s.aux
+
+    def close(self) -> None:
+        """Nothing to release: the state lives as long as the store object (or, named, the process)."""
 
     # -- reading ------------------------------------------------------------------------------------------
 

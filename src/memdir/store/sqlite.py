@@ -73,6 +73,10 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self._index.close()
+        super().close()
+
+    def _aux_location(self) -> tuple[str | Path | None, bool]:
+        return self.path, self.read_only  # one store, one file
 
     # -- reading ------------------------------------------------------------------------------------------
 

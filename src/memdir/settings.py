@@ -1,0 +1,112 @@
+"""Settings from TOML files, read by every feature from its own section.
+
+Two files, the project's over the user's:
+
+- the user's: ``$MEMDIR_HOME/config.toml`` when ``MEMDIR_HOME`` is set, else ``config.toml`` in the platform's
+  user config directory (``~/.config/memdir/config.toml`` on Linux, ``~/Library/Application Support/memdir``
+  on macOS, ``%LOCALAPPDATA%\\memdir`` on Windows); ``MEMDIR_CONFIG`` names another file;
+- the project's: ``memdir.toml`` in the current directory or the nearest one above it, not looking past the
+  root of the git repository the current directory is in.
+
+Tables merge key by key (the project's value wins; nested tables merge the same way). A feature reads its own
+table (``settings.section("agent")``) and checks its own keys; environment variables and command-line options
+win over both files. Command-line tools report a malformed file in one line (`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from .errors import ConfigError
+
+__all__ = ["PROJECT_FILE", "Settings", "find_project_root", "load_settings", "user_config_path"]
+
+PROJECT_FILE = "memdir.toml"
+
+
+def user_config_path() -> Path:
+    explicit = os.environ.get("MEMDIR_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get("MEMDIR_HOME")
+    base = Path(home).expanduser() if home else Path(platformdirs.user_config_dir("memdir", appauthor=False))
+    return base / "config.toml"
+
+
+def find_project_root(start: Path | None = None) -> Path | None:
+    """The git repository root above ``start`` (the current directory), or None outside a repository."""
+    here = (start or Path.cwd()).absolute()
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _project_config_path(start: Path | None) -> Path | None:
+    here = (start or Path.cwd()).absolute()
+    stop = find_project_root(here)
+    for directory in (here, *here.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+        if directory == stop:
+            break
+    return None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The user's and the project's settings, and their merge."""
+
+    user: dict[str, Any] = field(default_factory=dict)
+    project: dict[str, Any] = field(default_factory=dict)
+    user_path: Path | None = None
+    project_path: Path | None = None
+
+    @property
+    def merged(self) -> dict[str, Any]:
+        return _merge(self.user, self.project)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """One feature's table (empty when absent); `ConfigError` when the key holds something else."""
+        value = self.merged.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"settings: [{name}] must be a table")
+        return value
+
+
+def load_settings(cwd: Path | None = None) -> Settings:
+    user_path = user_config_path()
+    project_path = _project_config_path(cwd)
+    return Settings(
+        user=_read(user_path) if user_path.is_file() else {},
+        project=_read(project_path) if project_path is not None else {},
+        user_path=user_path if user_path.is_file() else None,
+        project_path=project_path,
+    )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

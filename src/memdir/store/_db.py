@@ -1,0 +1,140 @@
+"""SQLite connection handling shared by every SQLite-backed piece of a store.
+
+`SqlDatabase` owns the connections to one database file: one per thread (a SQLite connection must not be used by
+two threads at once), or, for an in-memory database, a single one behind a lock (each connection to
+``:memory:`` would be a database of its own). Writes run in ``BEGIN IMMEDIATE`` transactions, which are also the
+cross-process write lock; reads run in a ``BEGIN`` so several queries see one snapshot. sqlite3 errors are
+translated into `StorageError` here, at the boundary.
+
+A store's *auxiliary database* (`Store.aux`) is a `SqlDatabase` too: where features keep what is derived from the
+store or kept about it (the search index, the audit log, the quarantine, access times). Each feature creates its
+own tables with its own named migration set through `SqlDatabase.ensure`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from typing import TYPE_CHECKING
+
+from ..errors import StorageError, storage_error_from_os
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from ._migrations import Migrations
+
+__all__ = ["SqlDatabase"]
+
+
+def _create_private(location: str | Path) -> None:
+    """Create the file 0600 before SQLite does it with the umask's mode (its -wal/-shm files copy the mode)."""
+    try:
+        os.close(os.open(location, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600))
+    except OSError as exc:
+        raise storage_error_from_os(exc, "open the store") from exc
+
+
+class SqlDatabase:
+    """Connections to one SQLite database; ``location=None`` is a private in-memory database."""
+
+    def __init__(self, location: str | Path | None, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self._location = location
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        # In memory, one connection serves every thread, one statement group at a time.
+        self._shared: sqlite3.Connection | None = None
+        self._serial = threading.RLock() if location is None else None
+        self._ensured: set[str] = set()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._location is None:
+            if self._shared is None:
+                self._shared = self._connect()
+            return self._shared
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        from ._sql import connect, translate  # the pragmas and error wording live with the store's schema
+
+        if self._location is not None and not self.read_only:
+            _create_private(self._location)
+        try:
+            conn = connect(":memory:" if self._location is None else self._location, read_only=self.read_only)
+        except sqlite3.Error as exc:
+            raise translate(exc, "open the store") from exc
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._all.clear()
+        self._local = threading.local()
+        self._shared = None
+
+    def ensure(self, migrations: Migrations) -> None:
+        """Apply a feature's migrations once per process (a read-only database is taken as it is)."""
+        if migrations.name in self._ensured or self.read_only:
+            return
+        from ._sql import translate
+
+        with self._exclusive():
+            try:
+                migrations.apply(self.conn)
+            except sqlite3.Error as exc:
+                raise translate(exc, "prepare the store") from exc
+        self._ensured.add(migrations.name)
+
+    @contextlib.contextmanager
+    def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """A write transaction: taken at once (``BEGIN IMMEDIATE``), so two writers never interleave."""
+        if self.read_only:
+            raise StorageError(f"could not {doing}: the store is read-only")
+        with self._exclusive():
+            yield from self._in_transaction("BEGIN IMMEDIATE", doing, commit=True)
+
+    @contextlib.contextmanager
+    def reading(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several queries see one snapshot."""
+        with self._exclusive():
+            yield from self._in_transaction("BEGIN", doing, commit=False)
+
+    def _in_transaction(self, begin: str, doing: str, *, commit: bool) -> Iterator[sqlite3.Connection]:
+        from ._sql import translate
+
+        conn = self.conn
+        try:
+            conn.execute(begin)
+        except sqlite3.Error as exc:
+            raise translate(exc, doing) from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK" if commit else "COMMIT")
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, doing) from exc
+            raise
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        if self._serial is None:
+            yield
+            return
+        with self._serial:
+            yield
