@@ -6,6 +6,7 @@ URL                         backend
 ``PATH`` / ``file:PATH``    `DirectoryStore`: plain Markdown files, history in a hidden sidecar
 ``sqlite:PATH``             `SQLiteStore`: one database file (``sqlite:///abs/path.db``)
 ``memory:`` / ``memory:N``  `MemoryStore`: in this process only (``N`` shares one by name)
+``http://`` / ``https://``  `RemoteStore`: a namespace on a memdir server (``memdir serve``), by token
 ==========================  ===================================================================
 
 A backend is a `Store` subclass plus an opener registered for a URL scheme with `register_backend`.
@@ -93,6 +94,12 @@ def _open_directory(url: str, *, namespace: str, **options: Any) -> Store:
     return DirectoryStore(Path(path).expanduser(), namespace=namespace, **options)
 
 
+def _open_remote(url: str, *, namespace: str, **options: Any) -> Store:
+    from .remote import RemoteStore  # httpx loads only when a server is used
+
+    return RemoteStore(url, namespace=namespace, **options)
+
+
 def _no_options(scheme: str, options: dict[str, Any]) -> None:
     if options:
         raise ConfigError(f"{scheme}: stores take no options (got {', '.join(sorted(options))})")
@@ -101,6 +108,8 @@ def _no_options(scheme: str, options: dict[str, Any]) -> None:
 register_backend("memory", _open_memory)
 register_backend("sqlite", _open_sqlite)
 register_backend("file", _open_directory)
+register_backend("http", _open_remote)
+register_backend("https", _open_remote)
 
 
 def open_store(url: str | None = None, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> Store:

@@ -20,14 +20,23 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Self
 
-from ..errors import AlreadyExistsError, ConfigError, ConflictError, NotFoundError, PathError
+from ..errors import (
+    AlreadyExistsError,
+    ConfigError,
+    ConflictError,
+    HistoryUnavailableError,
+    NotFoundError,
+    PathError,
+)
 from ..paths import MemoryPath, parse
 from ._db import SqlDatabase
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from pathlib import Path
     from types import TracebackType
+
+    from ..search import SearchHit
 
 __all__ = [
     "ANY",
@@ -48,6 +57,7 @@ __all__ = [
     "check_move",
     "check_namespace",
     "key_path",
+    "prunable_versions",
     "sha256_hex",
 ]
 
@@ -258,8 +268,14 @@ class Store(ABC):
     # -- history ------------------------------------------------------------------------------------------
 
     @abstractmethod
-    def log(self, since: int = 0) -> Iterator[Version]:
-        """Every version of the namespace after version number ``since``, oldest first."""
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
+        """Every version of the namespace after version number ``since``, oldest first.
+
+        ``rescan``: a store that notices edits made outside memdir only when it looks at its files (the
+        directory store) first looks for them when True, so they are in the log; False reads the log as
+        recorded (what a caller on a hot path wants, when it looks for outside edits on its own schedule).
+        Every other store records each change as it is made and ignores it.
+        """
 
     @abstractmethod
     def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
@@ -303,6 +319,30 @@ class Store(ABC):
         moves that file to ``path`` (``content`` is not needed), with `move`'s checks; any other version
         writes ``content`` to ``path``.
         """
+
+    def prune_history(self, before: float) -> int:  # noqa: ARG002 - the signature backends implement
+        """Forget the versions that stopped being current before ``before`` (seconds since the epoch), and the
+        content no remaining version needs; returns how many versions went. Used by `memdir gc`.
+
+        A version stops being current when the next change to its path (a write, a delete, a rename away)
+        replaces it; a deletion stops being current at once. So every file's current version stays, a deleted
+        file keeps its history until its deletion is older than ``before``, and the state of the namespace at any
+        moment since ``before`` can still be rebuilt. The source of every kept rename is kept too, so the
+        remaining log still replays (`memdir export` / `import`). Version numbers are never reused.
+
+        Backends that keep history implement this with `prunable_versions`; the default refuses.
+        """
+        raise HistoryUnavailableError(f"{type(self).__name__} cannot prune its history")
+
+    # -- search -------------------------------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None) -> list[SearchHit]:
+        """The passages that best match ``query``, best first: full-text (BM25), or hybrid with embeddings when
+        the ``[semantic]`` extra is installed. ``path_prefix`` limits it to a file or the files below a directory.
+        The index follows this store's change log (`memdir.search`); backends need not override this."""
+        from ..search import search
+
+        return search(self, query, limit=limit, path_prefix=path_prefix)
 
     # -- the auxiliary database ---------------------------------------------------------------------------
 
@@ -359,6 +399,29 @@ def check_move(source: MemoryPath, dest: MemoryPath) -> None:
         raise PathError(source.virtual, "not_allowed", "the root cannot be renamed")
     if dest.is_within(source):
         raise PathError(dest.virtual, "not_allowed", f"it lies inside {source.virtual}")
+
+
+def prunable_versions(versions: Iterable[Version], before: float) -> set[int]:
+    """The numbers of the versions `Store.prune_history` removes, from the whole log oldest first."""
+    current: dict[MemoryPath, Version] = {}  # what each path holds, replaying the log
+    ended: dict[int, float] = {}  # version -> when it stopped being current
+    source: dict[int, int] = {}  # rename -> the version it moved
+    for item in versions:
+        if item.op == "rename" and item.old_path is not None and item.old_path in current:
+            moved = current.pop(item.old_path)
+            ended[moved.version], source[item.version] = item.timestamp, moved.version
+        if item.path in current:
+            ended[current[item.path].version] = item.timestamp
+        if item.sha256 is None:
+            ended[item.version] = item.timestamp
+            current.pop(item.path, None)
+        else:
+            current[item.path] = item
+    gone = {number for number, when in ended.items() if when < before}
+    for rename in sorted(source, reverse=True):  # newest first, so a chain of kept renames keeps all its sources
+        if rename not in gone:
+            gone.discard(source[rename])
+    return gone
 
 
 def key_path(key: str) -> MemoryPath:

@@ -14,28 +14,44 @@ own tables with its own named migration set through `SqlDatabase.ensure`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError, storage_error_from_os
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
     from ._migrations import Migrations
 
-__all__ = ["SqlDatabase"]
+__all__ = ["SqlDatabase", "create_private"]
 
 
-def _create_private(location: str | Path) -> None:
-    """Create the file 0600 before SQLite does it with the umask's mode (its -wal/-shm files copy the mode)."""
+def create_private(path: Path) -> bool:
+    """Make sure a database file exists, created 0600 (its directory 0700); False when it can only be read.
+
+    Created here, before SQLite would create it with the umask's mode (SQLite gives its -wal and -shm files the
+    database file's mode, so they stay private too). An EXISTING file is never opened here: on POSIX, closing
+    any descriptor of a file drops every lock the process holds on it, SQLite's own included, and another
+    process could then checkpoint and delete a WAL this process is still reading ("database disk image is
+    malformed"). Whether the file is a database at all is SQLite's to say, through its own descriptor.
+    """
+    from ._fs import secure_makedirs
+
     try:
-        os.close(os.open(location, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600))
+        secure_makedirs(path.parent)
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        return os.access(path, os.W_OK)  # False on a read-only file system too (EROFS)
     except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and path.is_file():
+            return False
         raise storage_error_from_os(exc, "open the store") from exc
+    return True
 
 
 class SqlDatabase:
@@ -51,6 +67,14 @@ class SqlDatabase:
         self._shared: sqlite3.Connection | None = None
         self._serial = threading.RLock() if location is None else None
         self._ensured: set[str] = set()
+        self._closed = False
+        if location is not None and not read_only:
+            self.read_only = not create_private(Path(location))
+
+    @property
+    def closed(self) -> bool:
+        """True after `close` until a connection is opened again (background work checks it before writing)."""
+        return self._closed
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -67,14 +91,13 @@ class SqlDatabase:
     def _connect(self) -> sqlite3.Connection:
         from ._sql import connect, translate  # the pragmas and error wording live with the store's schema
 
-        if self._location is not None and not self.read_only:
-            _create_private(self._location)
         try:
             conn = connect(":memory:" if self._location is None else self._location, read_only=self.read_only)
         except sqlite3.Error as exc:
             raise translate(exc, "open the store") from exc
         with self._lock:
             self._all.append(conn)
+            self._closed = False
         return conn
 
     def close(self) -> None:
@@ -83,6 +106,7 @@ class SqlDatabase:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._all.clear()
+            self._closed = True
         self._local = threading.local()
         self._shared = None
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CorruptStoreError, StorageError
 from ..paths import MemoryPath
-from ._base import Origin, Usage, Version
+from ._base import Origin, Usage, Version, prunable_versions
 from ._db import SqlDatabase
 from ._migrations import Migrations, Schema
 
@@ -192,7 +192,7 @@ class SqlIndex(SqlDatabase):
         self.namespace = namespace
         conn = self.conn
         try:
-            if read_only:
+            if self.read_only:  # asked for, or the file turned out not to be writable
                 _check_schema_current(conn)
             else:
                 migrations.apply(conn)
@@ -352,6 +352,29 @@ class SqlIndex(SqlDatabase):
         return _version(row)
 
     # -- history ------------------------------------------------------------------------------------------
+
+    def prune(self, before: float) -> int:
+        """`Store.prune_history` for both SQL-backed stores: one transaction, so a reader sees the log before or
+        after, never half-pruned."""
+        with self.transaction("prune the history") as conn:
+            rows = conn.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? ORDER BY version", (self.namespace,)
+            ).fetchall()
+            gone = sorted(prunable_versions((_version(r) for r in rows), before))
+            for at in range(0, len(gone), 500):
+                chunk = gone[at : at + 500]
+                conn.execute(
+                    f"DELETE FROM versions WHERE ns = ? AND version IN ({','.join('?' * len(chunk))})",
+                    (self.namespace, *chunk),
+                )
+            # Content no remaining version (nor a current file) needs; the namespace's counters are unchanged.
+            conn.execute(
+                "DELETE FROM blobs WHERE ns = ?1 AND sha256 NOT IN "
+                "(SELECT sha256 FROM versions WHERE ns = ?1 AND sha256 IS NOT NULL) "
+                "AND sha256 NOT IN (SELECT sha256 FROM files WHERE ns = ?1)",
+                (self.namespace,),
+            )
+        return len(gone)
 
     def touching(self, key: str, before: int | None) -> list[Version]:
         limit = before if before is not None else 1 << 62

@@ -154,12 +154,7 @@ class DirectoryStore(Store):
         if self.read_only:
             # Nothing can be recorded on a read-only disk: use the history that is there, if any.
             return SqlIndex(path, self.namespace, read_only=True) if path.is_file() else None
-        try:
-            _fs.secure_makedirs(path.parent)
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, _fs.FILE_MODE))
-        except OSError as exc:
-            raise storage_error_from_os(exc, "open the store's history") from exc
-        return SqlIndex(path, self.namespace)
+        return SqlIndex(path, self.namespace)  # created 0600 if new, never opened by hand (see create_private)
 
     def __repr__(self) -> str:
         return f"DirectoryStore({str(self.base)!r}, namespace={self.namespace!r})"
@@ -326,14 +321,21 @@ class DirectoryStore(Store):
             self.read(target)  # an edit made outside memdir becomes a version before we answer
         return super().history(target)
 
-    def log(self, since: int = 0) -> Iterator[Version]:
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
         index = self._require_history()
-        with contextlib.suppress(NotFoundError):
-            self.list_files()
+        if rescan:  # outside edits become versions first (a walk of the whole tree)
+            with contextlib.suppress(NotFoundError):
+                self.list_files()
         return index.log(since)
 
     def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
         return self._require_history().touching(path.key, before)
+
+    def prune_history(self, before: float) -> int:
+        index = self._require_history()
+        with contextlib.suppress(NotFoundError):
+            self.list_files()  # edits made outside memdir become versions first, as for `log`
+        return index.prune(before)
 
     def read_blob(self, sha256: str) -> bytes:
         index = self._require_history()

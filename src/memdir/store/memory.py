@@ -33,6 +33,7 @@ from ._base import (
     check_move,
     check_namespace,
     key_path,
+    prunable_versions,
     sha256_hex,
 )
 from ._db import SqlDatabase
@@ -59,6 +60,7 @@ class _State:
     versions: list[Version] = field(default_factory=list)
     blobs: dict[str, bytes] = field(default_factory=dict)
     bytes: int = 0
+    last_version: int = 0  # kept apart from `versions`: pruning must never make a number come back
     aux: SqlDatabase = field(default_factory=lambda: SqlDatabase(None))  # shared by every opener of a named store
 
 
@@ -184,7 +186,8 @@ class MemoryStore(Store):
 
     # -- history ------------------------------------------------------------------------------------------
 
-    def log(self, since: int = 0) -> Iterator[Version]:
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
+        del rescan  # every change is recorded as it is made
         with self._s.lock:
             snapshot = [v for v in self._s.versions if v.version > since]
         return iter(snapshot)
@@ -196,6 +199,14 @@ class MemoryStore(Store):
                 for v in self._s.versions
                 if (v.path == path or v.old_path == path) and (before is None or v.version < before)
             ]
+
+    def prune_history(self, before: float) -> int:
+        with self._s.lock:
+            gone = prunable_versions(self._s.versions, before)
+            self._s.versions = [v for v in self._s.versions if v.version not in gone]
+            needed = {v.sha256 for v in self._s.versions} | {f.sha256 for f in self._s.files.values()}
+            self._s.blobs = {sha: blob for sha, blob in self._s.blobs.items() if sha in needed}
+        return len(gone)
 
     def read_blob(self, sha256: str) -> bytes:
         with self._s.lock:
@@ -242,10 +253,11 @@ class MemoryStore(Store):
         return self._s.files.get(target.key)
 
     def _next(self) -> int:
-        return self._s.versions[-1].version + 1 if self._s.versions else 1
+        return self._s.last_version + 1
 
     def _record(self, version: Version) -> Version:
         self._s.versions.append(version)
+        self._s.last_version = version.version
         return version
 
     def _count(self, key: str, delta: int) -> None:

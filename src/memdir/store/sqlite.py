@@ -7,8 +7,6 @@ cross-process lock that makes read-modify-write commands lose no update.
 
 from __future__ import annotations
 
-import errno
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +17,6 @@ from ..errors import (
     NotAFileError,
     NotFoundError,
     PathError,
-    storage_error_from_os,
 )
 from ..paths import MemoryPath
 from ._base import (
@@ -42,10 +39,11 @@ from ._base import (
     key_path,
     sha256_hex,
 )
-from ._fs import secure_makedirs
+from ._db import create_private
 from ._sql import IndexRow, SqlIndex
 
 if TYPE_CHECKING:
+    import os
     import sqlite3
     from collections.abc import Callable, Iterator
 
@@ -61,8 +59,15 @@ class SQLiteStore(Store):
         self.namespace = check_namespace(namespace)
         self.path = Path(path).expanduser()
         # A database on a read-only disk still opens, for reading: writes then fail with a clear error.
-        writable = not read_only and _create_private(self.path)
-        self._index = SqlIndex(self.path, self.namespace, read_only=not writable)
+        writable = not read_only and create_private(self.path)
+        try:
+            self._index = SqlIndex(self.path, self.namespace, read_only=not writable)
+        except CorruptStoreError as exc:
+            # The URL named a file that SQLite says is no database at all (it wrote nothing to it): say that,
+            # rather than that a memdir database is damaged.
+            if "not a database" in str(exc.__cause__):
+                raise CorruptStoreError("could not open the store: the file is not a memdir SQLite database") from exc
+            raise
 
     @property
     def read_only(self) -> bool:
@@ -212,11 +217,15 @@ class SQLiteStore(Store):
 
     # -- history ------------------------------------------------------------------------------------------
 
-    def log(self, since: int = 0) -> Iterator[Version]:
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
+        del rescan  # every change is recorded as it is made
         return self._index.log(since)
 
     def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
         return self._index.touching(path.key, before)
+
+    def prune_history(self, before: float) -> int:
+        return self._index.prune(before)
 
     def read_blob(self, sha256: str) -> bytes:
         with self._index.reading("read a version") as conn:
@@ -246,28 +255,3 @@ class SQLiteStore(Store):
         if row is None and self._index.has_below(conn, target.key):
             raise NotAFileError(f"{target.virtual} is a directory")
         return row
-
-
-def _create_private(path: Path) -> bool:
-    """Create the database file 0600 (and its directory 0700) before SQLite does it with umask defaults;
-    False when an existing database can only be read.
-
-    SQLite gives its -wal and -shm files the database file's permissions, so they stay private too.
-    """
-    writable = True
-    try:
-        secure_makedirs(path.parent)
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        os.close(fd)
-    except OSError as exc:
-        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not path.is_file():
-            raise storage_error_from_os(exc, "open the store") from exc
-        writable = False
-    if path.stat().st_size and not _looks_like_sqlite(path):
-        raise CorruptStoreError("could not open the store: the file is not a memdir SQLite database")
-    return writable
-
-
-def _looks_like_sqlite(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(16) == b"SQLite format 3\x00"

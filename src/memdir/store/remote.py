@@ -1,0 +1,271 @@
+"""A store on a memdir server (``memdir serve``), over its HTTP API: ``http://`` and ``https://`` URLs.
+
+    >>> store = memdir.open_store("http://127.0.0.1:8765", token="mdt_...")  # doctest: +SKIP
+
+The token decides the namespace (``namespace=`` is accepted, for `open_store`'s sake, and ignored). It comes from
+``token=``, else the URL's user part (``http://TOKEN@host:8765``, as database URLs carry passwords: convenient
+in a configuration file, but visible in process listings), else ``MEMDIR_TOKEN``.
+
+Every method is one request (``update`` is the base class's optimistic read and conditional write, retried on
+conflict). One `httpx.Client` keeps connections open between calls and may be shared by threads. Requests that
+change nothing are retried when the connection fails; a change is never sent twice, since the first may have
+been applied. A 429 is waited out (``Retry-After``) a few times before `RateLimitError`. The server's errors
+come back as the same `MemdirError` subclasses a local store raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .. import __version__
+from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError
+from ..paths import MemoryPath
+from ..server._wire import (
+    HEADER_ACTOR,
+    HEADER_SESSION,
+    HEADER_SOURCE,
+    encode_header,
+    entry_from_json,
+    error_from_body,
+    stat_from_json,
+    version_from_json,
+    version_to_json,
+)
+from ._base import ANY, MISSING, Entry, Expect, FileData, Op, Origin, PathLike, Stat, Store, Usage, Version, as_path
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["TOKEN_ENV", "RemoteStore"]
+
+TOKEN_ENV = "MEMDIR_TOKEN"
+_PAGE = 1000
+_MAX_RETRY_AFTER = 10.0  # seconds: a longer wait is the caller's decision, not a library's
+_RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError)
+
+
+class RemoteStore(Store):
+    """One namespace on a memdir server: the one its token opens."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        namespace: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        del namespace  # the token alone decides the namespace (see the module docstring)
+        base, url_token = _split_url(url)
+        secret = token or url_token or os.environ.get(TOKEN_ENV)
+        if not secret:
+            raise ConfigError(
+                f"a memdir server needs a token: pass token=..., set {TOKEN_ENV}, or use http://TOKEN@host:port"
+            )
+        self.url = base
+        self.retries = retries
+        self._client = httpx.Client(
+            base_url=base,
+            headers={"Authorization": f"Bearer {secret}", "User-Agent": f"memdir/{__version__}"},
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            transport=transport or httpx.HTTPTransport(retries=retries),
+            follow_redirects=False,
+        )
+        try:
+            who = self._json("GET", "/v1/whoami")
+            self.namespace = str(who["namespace"])
+            self.token_id = str(who["token_id"])
+        except BaseException:
+            self._client.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"RemoteStore({self.url!r}, namespace={self.namespace!r})"
+
+    def close(self) -> None:
+        self._client.close()
+        super().close()
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def stat(self, path: PathLike) -> Stat | None:
+        try:
+            return stat_from_json(self._json("GET", _at("stat", as_path(path))))
+        except NotFoundError:
+            return None
+
+    def read(self, path: PathLike) -> FileData:
+        target = as_path(path)
+        response = self._send("GET", _at("files", target))
+        headers = response.headers
+        try:
+            version, sha, modified = (
+                int(headers["x-memdir-version"]),
+                headers["x-memdir-sha256"],
+                headers["x-memdir-modified"],
+            )
+            return FileData(target, response.content, version, sha, float(modified))
+        except (KeyError, ValueError) as exc:
+            raise StorageError("the server's answer lacks the file's version headers") from exc
+
+    def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
+        data = self._json("GET", _at("list", as_path(path)))
+        return [entry_from_json(item) for item in data["entries"]]
+
+    def usage(self) -> Usage:
+        data = self._json("GET", "/v1/usage")
+        return Usage(int(data["files"]), int(data["bytes"]))
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        path: PathLike,
+        content: bytes,
+        *,
+        expect: Expect = ANY,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        headers = _origin_headers(origin)
+        if expect is MISSING:
+            headers["If-None-Match"] = "*"
+        elif isinstance(expect, int):
+            headers["If-Match"] = f'"{expect}"'
+        url = _at("files", as_path(path))
+        return _version(self._json("PUT", url, content=content, headers=headers, params={"op": op}))
+
+    def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        return _versions(self._json("DELETE", _at("files", as_path(path)), headers=_origin_headers(origin)))
+
+    def move(self, src: PathLike, dst: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        body = {"from": as_path(src).virtual, "to": as_path(dst).virtual}
+        return _versions(self._json("POST", "/v1/move", json=body, headers=_origin_headers(origin)))
+
+    # -- history ------------------------------------------------------------------------------------------
+
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
+        del rescan  # the server's store looks for outside edits on its own
+        after: int | None = since
+        while after is not None:
+            page = self._json("GET", "/v1/log", params={"since": after, "limit": _PAGE})
+            yield from _versions(page)
+            after = page.get("next")
+
+    def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
+        # Only the base class's `history` asks for this, and `history` is one request here: a fallback.
+        return [
+            v for v in self.log() if (v.path == path or v.old_path == path) and (before is None or v.version < before)
+        ]
+
+    def read_blob(self, sha256: str) -> bytes:
+        return self._send("GET", f"/v1/blobs/{urllib.parse.quote(sha256, safe='')}").content
+
+    def history(self, path: PathLike) -> list[Version]:
+        return _versions(self._json("GET", _at("history", as_path(path))))
+
+    def read_version(self, path: PathLike, version: int) -> bytes:
+        return self._send("GET", _at("files", as_path(path)), params={"version": version}).content
+
+    def restore(self, path: PathLike, version: int, *, origin: Origin = Origin()) -> Version:
+        url = _at("restore", as_path(path))
+        return _version(self._json("POST", url, json={"version": version}, headers=_origin_headers(origin)))
+
+    def import_version(self, version: Version, content: bytes | None) -> Version:
+        encoded = None if content is None else base64.b64encode(content).decode("ascii")
+        body = {"version": version_to_json(version), "content": encoded}
+        return _version(self._json("POST", "/v1/versions", json=body))
+
+    # -- HTTP ---------------------------------------------------------------------------------------------
+
+    def _json(self, method: str, url: str, **kwargs: Any) -> Any:
+        response = self._send(method, url, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise StorageError(f"the server's answer to {method} {url} is not JSON") from exc
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        changes_nothing = method in ("GET", "HEAD")
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = self._client.request(method, url, **kwargs)
+            except httpx.TransportError as exc:
+                if changes_nothing and not last and isinstance(exc, _RETRYABLE):
+                    continue
+                raise _transport_error(self.url, exc, changes_nothing) from exc
+            if response.status_code == 429 and not last:
+                wait = _retry_after(response)
+                if wait <= _MAX_RETRY_AFTER:
+                    time.sleep(wait)
+                    continue
+            if response.is_success:
+                return response
+            raise _error(response)
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def _split_url(url: str) -> tuple[str, str | None]:
+    """(the URL without its user part, the token the user part held)."""
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(f"not a memdir server URL: use http://host:port or https://host (got {parsed.scheme}:)")
+    token = urllib.parse.unquote(parsed.username) if parsed.username else None
+    clean = parsed.copy_with(username=None, password=None, query=None, fragment=None)
+    return str(clean).rstrip("/"), token
+
+
+def _at(area: str, path: MemoryPath) -> str:
+    """``/v1/{area}/memories/...``, each segment percent-encoded (``%`` in a name travels as ``%25``)."""
+    return f"/v1/{area}/" + "/".join(urllib.parse.quote(part, safe="") for part in ("memories", *path.parts))
+
+
+def _origin_headers(origin: Origin) -> dict[str, str]:
+    headers = {HEADER_ACTOR: encode_header(origin.actor)}
+    if origin.session is not None:
+        headers[HEADER_SESSION] = encode_header(origin.session)
+    if origin.source is not None:
+        headers[HEADER_SOURCE] = encode_header(origin.source)
+    return headers
+
+
+def _version(data: object) -> Version:
+    try:
+        return version_from_json(data)
+    except ValueError as exc:
+        raise StorageError(f"the server answered with a malformed version: {exc}") from exc
+
+
+def _versions(data: dict[str, Any]) -> list[Version]:
+    return [_version(item) for item in data["versions"]]
+
+
+def _retry_after(response: httpx.Response) -> float:
+    raw = response.headers.get("retry-after", "1")
+    return float(raw) if raw.isdigit() else 1.0
+
+
+def _error(response: httpx.Response) -> StorageError | Exception:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = error_from_body(response.status_code, body)
+    if isinstance(error, RateLimitError):
+        error.retry_after = max(error.retry_after, _retry_after(response))
+    return error
+
+
+def _transport_error(url: str, exc: httpx.TransportError, changes_nothing: bool) -> StorageError:
+    if isinstance(exc, httpx.TimeoutException) and not changes_nothing:
+        return StorageError(f"the memdir server at {url} did not answer in time; the change may have been applied")
+    return StorageError(f"could not reach the memdir server at {url} ({type(exc).__name__})")
