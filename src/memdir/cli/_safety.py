@@ -1,0 +1,247 @@
+"""Safety commands: scan, review (the quarantine), audit, verify and gc (expiry and retention)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, BinaryIO
+
+import click
+
+from ..errors import ConfigError
+from ..paths import parse
+from ..policy.audit import audit_log
+from ..policy.config import load_policy, parse_duration
+from ..policy.integrity import verify as verify_store
+from ..policy.quarantine import Quarantine
+from ..policy.retention import apply as apply_gc
+from ..policy.retention import plan as plan_gc
+from . import Context, cli, fail_cleanly, pass_context
+from ._output import echo_json, iso, plural, print_rows, stdout_is_tty
+
+if TYPE_CHECKING:
+    from ..policy.quarantine import HeldWrite
+    from ..policy.retention import GcPlan
+
+_ACTS = frozenset({"redact", "quarantine", "block"})
+
+
+@cli.command()
+@click.argument("file", type=click.File("rb"), default="-")
+@click.option("--untrusted", is_flag=True, help="Judge the text as untrusted content (policy.untrusted_injection).")
+@pass_context
+@fail_cleanly
+def scan(state: Context, file: BinaryIO, untrusted: bool) -> None:
+    """Check text for secrets and injected instructions; print each finding as JSON.
+
+    FILE defaults to standard input. One JSON object per line (kind, rule, action, span, line, detail); the
+    actions are the [policy] settings' for the namespace. Exits 1 when anything would be redacted, quarantined
+    or blocked, 0 when the text is clean (or only warned about).
+
+    Example:
+
+        memdir scan notes.md && echo clean
+    """
+    text = file.read().decode("utf-8", "replace")
+    findings = load_policy(state.namespace).write.findings(text, untrusted=untrusted)
+    for finding in findings:
+        click.echo(json.dumps(finding.to_json(), ensure_ascii=False))
+    if any(f.action in _ACTS for f in findings):
+        sys.exit(1)
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--all", "show_all", is_flag=True, help="Also list the items already approved or rejected.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (without diffs).")
+@pass_context
+@fail_cleanly
+def review(state: Context, show_all: bool, as_json: bool) -> None:
+    """List the writes held for review, each with a diff against the current file.
+
+    Approve one with `memdir review approve ID` (it is applied as a new version by actor `user`), or
+    discard it with `memdir review reject ID`.
+
+    Example:
+
+        memdir review && memdir review approve 3
+    """
+    if click.get_current_context().invoked_subcommand is not None:
+        return
+    quarantine = Quarantine(state.store())
+    items = quarantine.items(None if show_all else "pending")
+    if as_json:
+        echo_json([item.to_json() for item in items])
+        return
+    if not items:
+        click.echo("No writes are waiting for review." if not show_all else "The quarantine is empty.")
+    for item in items:
+        _print_held(quarantine, item)
+
+
+@review.command("approve")
+@click.argument("item_id", metavar="ID", type=int)
+@pass_context
+@fail_cleanly
+def review_approve(state: Context, item_id: int) -> None:
+    """Apply a held write as a new version; print the version number.
+
+    Example:
+
+        memdir review approve 3
+    """
+    click.echo(Quarantine(state.store()).approve(item_id))
+
+
+@review.command("reject")
+@click.argument("item_id", metavar="ID", type=int)
+@click.option("--reason", help="Why, kept with the item.")
+@pass_context
+@fail_cleanly
+def review_reject(state: Context, item_id: int, reason: str | None) -> None:
+    """Discard a held write.
+
+    Example:
+
+        memdir review reject 3 --reason "copied from a phishing e-mail"
+    """
+    Quarantine(state.store()).reject(item_id, reason=reason)
+    click.echo(f"Rejected #{item_id}.")
+
+
+@cli.command()
+@click.option("--path", "path", metavar="PATH", help="Only this file, or the files below this directory.")
+@click.option("--since", metavar="TIME", help="From this time on: 2026-11-29, 2026-11-29T14:00:00Z, or 7d / 12h ago.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the last N entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@pass_context
+@fail_cleanly
+def audit(state: Context, path: str | None, since: str | None, limit: int | None, as_json: bool) -> None:
+    """Show the audit log: every read and write, oldest first.
+
+    Columns: time, channel, actor, session, command, path, outcome, SHA-256 of the content, findings.
+    Content itself is never logged.
+
+    Example:
+
+        memdir audit --path /memories/notes.md --since 7d
+    """
+    where = parse(path).virtual if path else None
+    entries = audit_log(state.store()).entries(path=where, since=_since(since), limit=limit)
+    if as_json:
+        echo_json([{**e.to_json(), "time": iso(e.ts)} for e in entries])
+        return
+    rows = [
+        (iso(e.ts), e.channel, e.actor, e.session or "-", e.command, _paths(e.path, e.new_path), e.outcome,
+         (e.sha256 or "-")[:12], e.detail or "-")
+        for e in entries
+    ]  # fmt: skip
+    print_rows(("Time", "Channel", "Actor", "Session", "Command", "Path", "Outcome", "SHA-256", "Findings"), rows,
+               stdout_is_tty())  # fmt: skip
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@pass_context
+@fail_cleanly
+def verify(state: Context, as_json: bool) -> None:
+    """Recompute every file's SHA-256 and report what changed outside memdir.
+
+    Exits 1 when a file differs from its latest version, is missing, or (directory store) was never recorded.
+
+    Example:
+
+        memdir --store ~/memory verify
+    """
+    store = state.store()
+    found = verify_store(store)
+    if as_json:
+        echo_json([d.to_json() for d in found])
+    else:
+        for item in found:
+            click.echo(f"{item.problem:<10} {item.path}: {item.detail}")
+        if not found:
+            click.echo(f"{plural(store.usage().files, 'file')} checked: all match their history.")
+    if found:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--apply", "apply_", is_flag=True, help="Do it (without it, only show what would be done).")
+@click.option("--keep-versions", metavar="DURATION", help="Override policy.keep_versions (e.g. 90d).")
+@pass_context
+@fail_cleanly
+def gc(state: Context, apply_: bool, keep_versions: str | None) -> None:
+    """Delete expired files and prune old versions, per the [policy] settings.
+
+    Files matching a policy.ttl glob that were not read or written for that long are deleted (actor `gc`);
+    versions superseded longer ago than policy.keep_versions are pruned. Without --apply, nothing changes.
+
+    Example:
+
+        memdir gc && memdir gc --apply
+    """
+    config = load_policy(state.namespace)
+    if keep_versions is not None:
+        config = type(config)(config.write, config.ttl, parse_duration(keep_versions, "--keep-versions"))
+    store = state.store()
+    planned = plan_gc(store, config)
+    if not apply_:
+        _print_plan(planned, config.ttl == () and config.keep_versions is None)
+        return
+    done = apply_gc(store, planned)
+    for path in done.deleted:
+        click.echo(f"deleted {path}")
+    for path in done.skipped:
+        click.echo(f"kept    {path} (used or changed meanwhile)")
+    click.echo(
+        f"Deleted {plural(len(done.deleted), 'file')}, pruned {plural(done.versions_pruned, 'version')} "
+        f"and {plural(done.quarantine_pruned, 'reviewed write')}."
+    )
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+
+
+def _print_held(quarantine: Quarantine, item: HeldWrite) -> None:
+    rules = ", ".join(f"{f.kind}:{f.rule} (line {f.line})" for f in item.findings)
+    who = item.actor + (f", session {item.session}" if item.session else "")
+    click.echo(click.style(f"#{item.id}", bold=True) + f" {item.status}  {iso(item.ts)}  {item.command.get('command')} "
+               f"{item.path}  by {who}")  # fmt: skip
+    if item.source:
+        click.echo(f"    source: {item.source}")
+    click.echo(f"    found: {rules}")
+    for line in quarantine.diff(item):
+        click.echo("    " + line.rstrip("\n"))
+    click.echo()
+
+
+def _print_plan(planned: GcPlan, unconfigured: bool) -> None:
+    if unconfigured:
+        click.echo("Nothing to do: set [policy.ttl] rules or policy.keep_versions (see docs/safety.md).")
+        return
+    for item in planned.expired:
+        click.echo(f"would delete {item.path.virtual} (last used {iso(item.last_used)}; rule {item.rule.pattern})")
+    if planned.prune_before is not None:
+        click.echo(f"would prune {plural(planned.prunable, 'version')} superseded before {iso(planned.prune_before)}")
+    click.echo(f"Dry run: {plural(len(planned.expired), 'file')} expired. Run `memdir gc --apply` to do it.")
+
+
+def _since(text: str | None) -> float | None:
+    """An ISO 8601 date or time (UTC unless it says otherwise), or a duration ago (``7d``)."""
+    if text is None:
+        return None
+    try:
+        return time.time() - parse_duration(text, "--since")
+    except ConfigError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.ClickException(f"--since: expected a date, a time or a duration such as 7d, got {text!r}") from None
+    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+
+
+def _paths(path: str | None, new_path: str | None) -> str:
+    return f"{path} -> {new_path}" if new_path else (path or "-")

@@ -1,0 +1,315 @@
+"""The audit log: an append-only record of every read and write made through the memory tool and the CLI.
+
+Each `AuditEntry` says who (actor, session, source, channel ``tool``/``cli``/``review``/``gc``), what (command,
+path, outcome, the findings' rules), when, and the SHA-256 and size of the content read or written. Content is
+never stored, only its hash: a secret that reached a write (or was redacted from it) is not in the log.
+
+Rows live in the store's auxiliary database (`Store.aux`), tables made by the ``memdir-audit`` migrations; a
+trigger refuses UPDATE and DELETE on them, so the log is append-only for everyone who uses memdir to reach it.
+The same flush keeps ``access``: the last time each file was read or written, which expiry (`memdir gc`) reads.
+
+Writing a row per read would put a database transaction on the hot path of every ``view``. So entries are
+buffered per store and flushed in one transaction:
+
+- at once after a write (the write just paid for a transaction; its record should not wait),
+- when the buffer holds `AuditLog.max_records` entries,
+- when its oldest entry is `AuditLog.max_delay` seconds old (checked on each record and by a background
+  timer, so an idle process flushes too),
+- when the tool or the log is closed, and at interpreter exit.
+
+**Crash window:** a process killed with ``kill -9`` (or losing power) loses the reads it buffered since the last
+flush: at most ``max_delay`` seconds (1 s by default) or ``max_records`` reads. Writes are flushed as they
+happen, and their versions are in the store's history anyway.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemdirError
+from ..store._migrations import Migrations, Schema
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ..store._base import Store
+    from ..store._db import SqlDatabase
+
+__all__ = ["AuditEntry", "AuditLog", "audit_log"]
+
+log = logging.getLogger("memdir.audit")
+
+migrations = Migrations("memdir-audit")
+
+
+@migrations("0001_audit")
+def _audit_tables(schema: Schema) -> None:
+    schema.script(
+        """
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            ns TEXT NOT NULL,
+            ts REAL NOT NULL,
+            channel TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            session TEXT,
+            source TEXT,
+            command TEXT NOT NULL,
+            path TEXT,
+            new_path TEXT,
+            outcome TEXT NOT NULL,
+            sha256 TEXT,
+            size INTEGER,
+            version INTEGER,
+            detail TEXT
+        );
+        CREATE INDEX audit_by_time ON audit (ns, ts);
+        CREATE INDEX audit_by_path ON audit (ns, path, ts);
+        CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        CREATE TABLE access (
+            ns TEXT NOT NULL,
+            path TEXT NOT NULL,
+            last_access REAL NOT NULL,
+            PRIMARY KEY (ns, path)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+_COLUMNS = "ts, channel, actor, session, source, command, path, new_path, outcome, sha256, size, version, detail"
+_MAX_PATH = 1100  # paths are echoed as sent, even refused ones: bound what a hostile one can add to the log
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One read or write. ``path``/``new_path`` are virtual paths as sent (a refused one included);
+    ``outcome`` is ``ok``, ``error`` or the write policy's action (``warn``, ``redact``, ``quarantine``,
+    ``block``); ``detail`` names the findings' rules (``secret:aws-access-key``), never their text."""
+
+    ts: float
+    channel: str
+    actor: str
+    session: str | None
+    source: str | None
+    command: str
+    path: str | None
+    new_path: str | None = None
+    outcome: str = "ok"
+    sha256: str | None = None
+    size: int | None = None
+    version: int | None = None
+    detail: str | None = None
+
+    def row(self) -> tuple[Any, ...]:
+        return (
+            self.ts, self.channel, self.actor, self.session, self.source, self.command,
+            _bounded(self.path), _bounded(self.new_path), self.outcome, self.sha256, self.size, self.version,
+            self.detail,
+        )  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _bounded(path: str | None) -> str | None:
+    return path if path is None or len(path) <= _MAX_PATH else path[:_MAX_PATH] + "…"
+
+
+class AuditLog:
+    """The buffered audit log of one store (get it with `audit_log`, which shares one per store object)."""
+
+    max_records = 256
+    max_delay = 1.0  # seconds
+
+    def __init__(self, store: Store) -> None:
+        self.namespace = store.namespace
+        self._db: SqlDatabase = store.aux
+        self._buffer: list[AuditEntry] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._timer: threading.Thread | None = None
+        self._closed = False
+        self._ready = False
+        _LIVE.add(self)
+
+    # -- recording ----------------------------------------------------------------------------------------------
+
+    def record(self, entry: AuditEntry, *, flush: bool = False) -> None:
+        """Buffer ``entry``; ``flush=True`` (writes) writes the buffer out now."""
+        with self._lock:
+            self._buffer.append(entry)
+            due = flush or len(self._buffer) >= self.max_records or entry.ts - self._buffer[0].ts >= self.max_delay
+            if not due:
+                self._start_timer()
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered entries in one transaction. Failures are logged, never raised: the audit log must
+        not break the command it records. Entries stay buffered (up to a bound) for the next try."""
+        with self._lock:
+            batch, self._buffer = self._buffer, []
+        if not batch or self._db.read_only:
+            return
+        try:
+            self._write(batch)
+        except MemdirError as exc:
+            log.warning("audit log: could not write %d entries: %s", len(batch), exc)
+            with self._lock:
+                self._buffer = (batch + self._buffer)[-8 * self.max_records :]
+
+    def close(self) -> None:
+        """Flush and stop the background timer. The log can still be used afterwards (it reopens)."""
+        with self._lock:
+            self._closed = True
+            self._wake.notify_all()
+        self.flush()
+        with self._lock:
+            self._closed = False
+
+    # -- reading ------------------------------------------------------------------------------------------------
+
+    def entries(
+        self, *, path: str | None = None, since: float | None = None, limit: int | None = None
+    ) -> list[AuditEntry]:
+        """Entries oldest first, optionally for one path (or below a directory) and from a time on; the last
+        ``limit`` only, when given."""
+        self.flush()
+        self._ensure()
+        query = f"SELECT {_COLUMNS} FROM audit WHERE ns = ?"
+        params: list[Any] = [self.namespace]
+        if path is not None:
+            query += " AND (path = ? OR new_path = ? OR path LIKE ? ESCAPE '\\' OR new_path LIKE ? ESCAPE '\\')"
+            below = _like_prefix(path.rstrip("/") + "/")
+            params += [path, path, below, below]
+        if since is not None:
+            query += " AND ts >= ?"
+            params.append(since)
+        query += " ORDER BY id DESC" + (" LIMIT ?" if limit is not None else "")
+        if limit is not None:
+            params.append(limit)
+        with self._db.reading("read the audit log") as conn:
+            rows = conn.execute(query, params).fetchall()
+        return [AuditEntry(*row) for row in reversed(rows)]
+
+    def last_access(self) -> dict[str, float]:
+        """The last read or write of each path the log has seen (pending entries included)."""
+        self._ensure()
+        with self._db.reading("read access times") as conn:
+            rows = conn.execute("SELECT path, last_access FROM access WHERE ns = ?", (self.namespace,)).fetchall()
+        seen = {str(path): float(ts) for path, ts in rows}
+        with self._lock:
+            pending = list(self._buffer)
+        for entry in pending:
+            for path in _touched(entry):
+                seen[path] = max(seen.get(path, 0.0), entry.ts)
+        return seen
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    def _ensure(self) -> None:
+        if not self._ready:
+            self._db.ensure(migrations)
+            self._ready = True
+
+    def _write(self, batch: list[AuditEntry]) -> None:
+        self._ensure()
+        access: dict[str, float] = {}
+        for entry in batch:
+            for path in _touched(entry):
+                access[path] = max(access.get(path, 0.0), entry.ts)
+        with self._db.transaction("write the audit log") as conn:
+            _insert(conn, self.namespace, batch, access)
+
+    def _start_timer(self) -> None:
+        """(Lock held.) A daemon thread that flushes what waits longer than ``max_delay``; it ends when the buffer
+        is empty, so an idle store costs no thread."""
+        if self._timer is not None and self._timer.is_alive():
+            return
+        self._timer = threading.Thread(target=self._run_timer, name="memdir-audit-flush", daemon=True)
+        self._timer.start()
+
+    def _run_timer(self) -> None:
+        while True:
+            with self._lock:
+                if not self._buffer or self._closed:
+                    return
+                wait = self._buffer[0].ts + self.max_delay - time.time()
+                if wait > 0:
+                    self._wake.wait(wait)
+                    continue
+            if self._db.closed:  # the store was closed without closing its tool: nothing to write to
+                return
+            self.flush()
+
+
+def _insert(conn: sqlite3.Connection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
+    marks = ", ".join("?" * 14)
+    conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}) VALUES ({marks})", [(ns, *e.row()) for e in batch])
+    conn.executemany(
+        "INSERT INTO access (ns, path, last_access) VALUES (?, ?, ?) "
+        "ON CONFLICT (ns, path) DO UPDATE SET last_access = max(last_access, excluded.last_access)",
+        [(ns, path, ts) for path, ts in access.items()],
+    )
+
+
+def _touched(entry: AuditEntry) -> list[str]:
+    """The paths an entry counts as an access of: those of successful reads and writes."""
+    if entry.outcome in ("error", "block", "quarantine") or entry.command == "delete":
+        return []
+    return [p for p in (entry.path, entry.new_path) if p]
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+_LOGS: weakref.WeakKeyDictionary[Store, AuditLog] = weakref.WeakKeyDictionary()
+_LIVE: weakref.WeakSet[AuditLog] = weakref.WeakSet()
+_LOGS_LOCK = threading.Lock()
+
+
+def audit_log(store: Store) -> AuditLog:
+    """The audit log of ``store``: one per store object, so every tool on a store shares one buffer."""
+    with _LOGS_LOCK:
+        found = _LOGS.get(store)
+        if found is None:
+            found = _LOGS[store] = AuditLog(store)
+        return found
+
+
+@atexit.register
+def _flush_all() -> None:
+    for audit in list(_LIVE):
+        with contextlib.suppress(Exception):
+            audit.flush()
+
+
+def record_cli(
+    store: Store,
+    command: str,
+    path: str | None = None,
+    *,
+    content: bytes | None = None,
+    version: int | None = None,
+    new_path: str | None = None,
+) -> None:
+    """Record what a CLI command read or wrote (actor ``user``, channel ``cli``), flushed at once: a CLI process
+    is short-lived and runs one command."""
+    from ..store._base import sha256_hex
+
+    entry = AuditEntry(
+        time.time(), "cli", "user", None, None, command, path, new_path, "ok",
+        None if content is None else sha256_hex(content), None if content is None else len(content), version,
+    )  # fmt: skip
+    audit_log(store).record(entry, flush=True)

@@ -1,0 +1,145 @@
+"""The write policy: every write the memory tool makes passes through `WritePolicy.screen` before it is committed.
+
+Two steps, each with its action (`allow`, `warn`, `redact`, `quarantine`, `block`):
+
+- ``secrets`` (default ``redact``): API keys, private keys, tokens, passwords in URLs, card numbers
+  (`memdir.policy.secrets`);
+- ``injection`` (default ``warn``): text that tries to steer a future session (`memdir.policy.injection`);
+  ``untrusted_injection`` overrides it for content whose origin is marked untrusted (`Origin.source` starting
+  with ``untrusted``, e.g. written in the same turn as a web page was read).
+
+A write gets the strongest action any of its findings calls for. ``redact`` replaces each redacted span with
+``[REDACTED:<rule>]`` and the write goes on; ``quarantine`` holds the (redacted) write for a person to review;
+``block`` refuses it. Only what the command changes is screened: text that was already in the file was screened
+when it was written (or put there by a person), and re-flagging it on every edit would make a reviewed note
+impossible to touch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .findings import Action, Finding, check_action, strongest
+from .injection import find_injections
+from .secrets import find_secrets
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["Screened", "WritePolicy", "redact", "scan"]
+
+UNTRUSTED_PREFIX = "untrusted"
+
+
+@dataclass(frozen=True, slots=True)
+class WritePolicy:
+    """What to do with secrets and with injected instructions found in a write."""
+
+    secrets: Action = "redact"
+    injection: Action = "warn"
+    untrusted_injection: Action | None = None  # None: the same as ``injection``
+
+    def __post_init__(self) -> None:
+        check_action(self.secrets, "policy.secrets")
+        check_action(self.injection, "policy.injection")
+        if self.untrusted_injection is not None:
+            check_action(self.untrusted_injection, "policy.untrusted_injection")
+
+    @classmethod
+    def allow_all(cls) -> WritePolicy:
+        """No screening at all (what a person approving a reviewed write gets)."""
+        return cls(secrets="allow", injection="allow")
+
+    def findings(self, text: str, *, untrusted: bool = False) -> list[Finding]:
+        """Every finding in ``text``, with the action this policy takes on it."""
+        injection = self.untrusted_injection if untrusted and self.untrusted_injection else self.injection
+        found = [
+            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start))
+            for m in find_secrets(text)
+        ] + [
+            Finding("injection", m.rule, (m.start, m.end), m.detail, injection, _line(text, m.start))
+            for m in find_injections(text)
+        ]
+        return sorted(found, key=lambda f: f.span)
+
+    def screen(self, text: str, region: tuple[int, int] | None = None, *, untrusted: bool = False) -> Screened:
+        """Screen the part ``region`` (start, end) of ``text`` a command changed (all of it by default).
+
+        Findings that overlap the region count (a secret split across old and new text included); an empty
+        region, where a command removed text, counts the findings that span its position.
+        """
+        start, end = region if region is not None else (0, len(text))
+        if self.secrets == "allow" and self.injection == "allow" and not self.untrusted_injection:
+            return Screened(text, (start, end), [], "allow")
+        found = [
+            f
+            for f in self.findings(text, untrusted=untrusted)
+            if f.action != "allow" and f.span[0] < max(end, start + 1) and f.span[1] > start
+        ]
+        outcome = strongest([f.action for f in found])
+        if outcome == "block":
+            return Screened(text, (start, end), found, outcome)
+        redacted, (new_start, new_end) = redact(text, [f for f in found if f.action == "redact"], (start, end))
+        return Screened(redacted, (new_start, new_end), found, outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """A screened write: ``text`` after redaction, the changed ``region`` in it, what was found (spans refer to
+    the text *before* redaction) and the strongest action."""
+
+    text: str
+    region: tuple[int, int]
+    findings: list[Finding] = field(default_factory=list)
+    outcome: Action = "allow"
+
+    def acted_on(self, action: Action) -> list[Finding]:
+        return [f for f in self.findings if f.action == action]
+
+
+def redact(text: str, findings: Iterable[Finding], region: tuple[int, int] = (0, 0)) -> tuple[str, tuple[int, int]]:
+    """``text`` with each finding's span replaced by its label, and ``region`` moved to match.
+
+    Overlapping spans are merged (the first one's label stays). A region edge inside a redacted span moves out to
+    that span's edge, so the region covers the whole label.
+    """
+    spans: list[tuple[int, int, str]] = []
+    for f in sorted(findings, key=lambda f: f.span):
+        start, end = f.span
+        if spans and start < spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end), spans[-1][2])
+        else:
+            spans.append((start, end, f.label))
+    if not spans:
+        return text, region
+    out: list[str] = []
+    cursor = 0
+    for start, end, label in spans:
+        out += [text[cursor:start], label]
+        cursor = end
+    out.append(text[cursor:])
+    return "".join(out), (_moved(spans, region[0], to_end=False), _moved(spans, region[1], to_end=True))
+
+
+def _moved(spans: list[tuple[int, int, str]], pos: int, *, to_end: bool) -> int:
+    """Where offset ``pos`` lands once ``spans`` are replaced by their labels."""
+    shift = 0
+    for start, end, label in spans:
+        if end <= pos:
+            shift += len(label) - (end - start)
+        elif start < pos:  # inside a redacted span
+            return start + shift + (len(label) if to_end else 0)
+        else:
+            break
+    return pos + shift
+
+
+def scan(text: str, policy: WritePolicy | None = None, *, untrusted: bool = False) -> list[Finding]:
+    """Every secret and injected instruction in ``text``, with the action ``policy`` (default: the defaults,
+    secrets redacted, injections warned about) would take. Usable on its own: ``memdir.scan(text)``."""
+    return (policy or WritePolicy()).findings(text, untrusted=untrusted)
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1

@@ -1,0 +1,153 @@
+"""The audit log: every read and write, who and what and when and which content (by hash), append-only, with reads
+buffered off the hot path."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from memdir import MemoryTool, Store, open_store
+from memdir.policy.audit import AuditLog, audit_log
+from memdir.store._base import sha256_hex
+
+
+def test_reads_and_writes_are_recorded_with_who_what_and_hash(store: Store) -> None:
+    with MemoryTool(store, actor="model", session="s-1", source="chat") as tool:
+        tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "hello\n"})
+        tool.execute({"command": "view", "path": "/memories/a.md"})
+        tool.execute({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
+        tool.execute({"command": "view", "path": "/memories/../etc/passwd"})
+    entries = audit_log(store).entries()
+    assert [(e.command, e.path, e.new_path, e.outcome) for e in entries] == [
+        ("create", "/memories/a.md", None, "ok"),
+        ("view", "/memories/a.md", None, "ok"),
+        ("rename", "/memories/a.md", "/memories/b.md", "ok"),
+        ("view", "/memories/../etc/passwd", None, "error"),
+    ]
+    assert {(e.channel, e.actor, e.session, e.source) for e in entries} == {("tool", "model", "s-1", "chat")}
+    assert entries[0].sha256 == entries[1].sha256 == sha256_hex(b"hello\n")
+    assert (entries[0].size, entries[0].version) == (6, 1)
+
+
+def test_the_log_filters_by_path_and_time(store: Store) -> None:
+    with MemoryTool(store) as tool:
+        for name in ("a", "dir/b", "dir/c"):
+            tool.execute({"command": "create", "path": f"/memories/{name}.md", "file_text": "x"})
+    log = audit_log(store)
+    assert [e.path for e in log.entries(path="/memories/dir")] == ["/memories/dir/b.md", "/memories/dir/c.md"]
+    assert [e.path for e in log.entries(path="/memories/a.md")] == ["/memories/a.md"]
+    assert log.entries(since=log.entries()[-1].ts + 1) == []
+    assert [e.path for e in log.entries(limit=1)] == ["/memories/dir/c.md"]
+
+
+def _rows(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM audit").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        conn.close()
+
+
+def test_reads_are_buffered_and_writes_are_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AuditLog, "max_delay", 3600.0)  # no flush by age during this test
+    db = tmp_path / "m.db"
+    with open_store(f"sqlite://{db}") as store:
+        tool = MemoryTool(store)
+        tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"})
+        assert _rows(db) == 1  # a write is flushed with it
+        for _ in range(5):
+            tool.execute({"command": "view", "path": "/memories/a.md"})
+        assert _rows(db) == 1  # reads wait in the buffer
+        tool.close()
+        assert _rows(db) == 6
+
+
+def test_a_full_buffer_is_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AuditLog, "max_delay", 3600.0)
+    monkeypatch.setattr(AuditLog, "max_records", 3)
+    db = tmp_path / "m.db"
+    with open_store(f"sqlite://{db}") as store:
+        store.write("/memories/a.md", b"x")
+        tool = MemoryTool(store)
+        for _ in range(2):
+            tool.execute({"command": "view", "path": "/memories/a.md"})
+        assert _rows(db) == 0
+        tool.execute({"command": "view", "path": "/memories/a.md"})
+        assert _rows(db) == 3
+        tool.close()
+
+
+def test_an_idle_process_flushes_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AuditLog, "max_delay", 0.05)
+    db = tmp_path / "m.db"
+    with open_store(f"sqlite://{db}") as store:
+        store.write("/memories/a.md", b"x")
+        tool = MemoryTool(store)
+        tool.execute({"command": "view", "path": "/memories/a.md"})
+        done = threading.Event()
+        for _ in range(400):  # the timer thread writes it; wait for that, not for a fixed time
+            if _rows(db) == 1:
+                done.set()
+                break
+            done.wait(0.025)
+        assert done.is_set()
+        tool.close()
+
+
+def test_the_log_is_append_only(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with open_store(f"sqlite://{db}") as store, MemoryTool(store) as tool:
+        tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"})
+    conn = sqlite3.connect(db)
+    try:
+        for statement in ("UPDATE audit SET actor = 'nobody'", "DELETE FROM audit"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def test_last_access_comes_from_reads_without_a_write_per_read(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AuditLog, "max_delay", 3600.0)
+    store.write("/memories/a.md", b"x")
+    tool = MemoryTool(store)
+    tool.execute({"command": "view", "path": "/memories/a.md"})
+    pending = audit_log(store).last_access()["/memories/a.md"]  # the buffered read counts already
+    tool.close()
+    assert audit_log(store).last_access()["/memories/a.md"] == pending
+
+
+def test_the_cli_is_audited(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memdir.cli import cli
+
+    url = f"sqlite://{tmp_path / 'm.db'}"
+    with open_store(url) as store:
+        store.write("/memories/a.md", b"hello\n")
+    for args in (["cat", "/memories/a.md"], ["restore", "/memories/a.md", "1"], ["history", "/memories/a.md"]):
+        assert CliRunner().invoke(cli, ["--store", url, *args]).exit_code == 0
+    with open_store(url) as store:
+        entries = audit_log(store).entries()
+    assert [(e.channel, e.actor, e.command, e.path) for e in entries] == [
+        ("cli", "user", "cat", "/memories/a.md"),
+        ("cli", "user", "restore", "/memories/a.md"),
+        ("cli", "user", "history", "/memories/a.md"),
+    ]
+    assert entries[0].sha256 == sha256_hex(b"hello\n")
+
+
+def test_a_command_method_called_directly_is_recorded_once(store: Store) -> None:
+    store.write("/memories/a.md", b"x")
+    with MemoryTool(store) as tool:
+        tool.view("/memories/a.md")  # as the agent's backfill reads
+        tool.execute({"command": "view", "path": "/memories/a.md"})
+    assert [(e.command, e.path, e.outcome) for e in audit_log(store).entries()] == [
+        ("view", "/memories/a.md", "ok"),
+        ("view", "/memories/a.md", "ok"),
+    ]
