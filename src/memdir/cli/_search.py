@@ -1,0 +1,112 @@
+"""Searching memories: search, reindex."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..paths import parse
+from ..search import searcher
+from . import Context, cli, fail_cleanly, pass_context
+from ._output import echo_json, plural, print_rows, stdout_is_tty
+
+if TYPE_CHECKING:
+    from ..search import Found, SearchHit
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", "-l", type=click.IntRange(1, 100), default=10, show_default=True, help="Passages to show.")
+@click.option("--prefix", metavar="PATH", help="Only this file or the files below this directory.")
+@click.option("--mode", type=click.Choice(["auto", "fts", "hybrid"]), default="auto", show_default=True,
+              help="fts: full-text (BM25); hybrid: BM25 + embeddings; auto: hybrid when installed.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@pass_context
+@fail_cleanly
+def search(state: Context, query: str, limit: int, prefix: str | None, mode: str, as_json: bool) -> None:
+    """Find the passages of memory that best match QUERY, best first.
+
+    On a terminal, a table; piped, one tab-separated line per hit (path, lines, score, passage with its
+    line breaks shown as \\n). The last line (stderr on a terminal) says which search ran.
+
+    Example:
+
+        memdir search "email preferences" --prefix /memories/clients
+    """
+    found = searcher(state.store()).search(
+        query,
+        limit=limit,
+        path_prefix=parse(prefix) if prefix else None,
+        mode=mode,  # type: ignore[arg-type]
+    )
+    if as_json:
+        echo_json({"query": query, "mode": found.mode, "note": found.note, "hits": [_hit_json(h) for h in found.hits]})
+        return
+    tty = stdout_is_tty()
+    if tty:
+        _table(found)
+        return
+    rows = [(h.path.virtual, _lines(h), f"{h.score:.4g}", h.passage.replace("\n", "\\n")) for h in found.hits]
+    print_rows(("Path", "Lines", "Score", "Passage"), rows, tty)
+    click.echo(f"{plural(len(found.hits), 'hit')}. {found.note}", err=True)
+
+
+@cli.command()
+@click.option("--embed/--no-embed", default=None, help="Also compute embeddings (default: when hybrid is the default).")
+@pass_context
+@fail_cleanly
+def reindex(state: Context, embed: bool | None) -> None:
+    """Rebuild the search index from the store's files, with a progress bar.
+
+    Rarely needed: the index follows every change by itself. Use it after changing the
+    passage size, or to pick up edits made outside memdir at once.
+
+    Example:
+
+        memdir --store ~/memory reindex
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=False, disable=not stdout_is_tty()) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done, total=total)
+
+        count = searcher(state.store()).reindex(embed=embed, progress=progress)
+    click.echo(f"Indexed {plural(count, 'file')}.")
+
+
+def _lines(hit: SearchHit) -> str:
+    return f"{hit.first_line}-{hit.last_line}" if hit.last_line > hit.first_line else str(hit.first_line)
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    return {
+        "path": hit.path.virtual,
+        "first_line": hit.first_line,
+        "last_line": hit.last_line,
+        "score": hit.score,
+        "retrievers": list(hit.retrievers),
+        "passage": hit.passage,
+    }
+
+
+def _table(found: Found) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    # Text(...) everywhere: memories hold brackets ("[D1:3]", "[semantic]") that rich would read as markup.
+    table = Table("Path", "Lines", "Score", "Passage", box=None, header_style="bold", show_lines=True)
+    for hit in found.hits:
+        table.add_row(Text(hit.path.virtual), _lines(hit), f"{hit.score:.4g}", Text(hit.passage.expandtabs(2)))
+    console = Console(file=sys.stdout)
+    console.print(table)
+    console.print(Text(f"{plural(len(found.hits), 'hit')}. {found.note}", style="dim"))

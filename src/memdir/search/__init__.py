@@ -1,0 +1,65 @@
+"""Search over a store's memories: full-text (BM25, SQLite FTS5) everywhere, hybrid with embeddings as an extra.
+
+    >>> import memdir
+    >>> store = memdir.open_store("memory:")
+    >>> _ = store.write("/memories/trips.md", b"# Trips\\n- hiked the Dolomites in June\\n")
+    >>> [(hit.path.virtual, hit.first_line) for hit in store.search("hiking", limit=1)]
+    [('/memories/trips.md', 1)]
+
+The index lives in the store's auxiliary database and follows the store's change log, so it is current on
+every backend, including edits made outside memdir in a directory store (noticed within `RESCAN_SECONDS`).
+Without the ``[semantic]`` extra, search is full-text and says so. How it works: docs/search.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._hit import SearchHit, format_hits
+from ._index import RESCAN_SECONDS
+from ._providers import (
+    APIEmbeddings,
+    EmbeddingError,
+    EmbeddingProvider,
+    LocalModel,
+    SemanticUnavailableError,
+    semantic_installed,
+)
+from ._search import Found, Mode, Searcher, searcher
+from ._tool import TOOL_NAME, search_tool
+
+if TYPE_CHECKING:
+    from ..store._base import PathLike, Store
+
+__all__ = [
+    "RESCAN_SECONDS",
+    "TOOL_NAME",
+    "APIEmbeddings",
+    "EmbeddingError",
+    "EmbeddingProvider",
+    "Found",
+    "LocalModel",
+    "Mode",
+    "SearchHit",
+    "Searcher",
+    "SemanticUnavailableError",
+    "format_hits",
+    "reindex",
+    "search",
+    "search_tool",
+    "searcher",
+    "semantic_installed",
+]
+
+
+def search(
+    store: Store, query: str, *, limit: int = 10, path_prefix: PathLike | None = None, mode: Mode = "auto"
+) -> list[SearchHit]:
+    """The best passages for ``query`` in ``store`` (see `Store.search`); ``mode`` ``fts``, ``hybrid`` or
+    ``auto`` (the settings' choice: hybrid when the semantic extra is installed)."""
+    return searcher(store).search(query, limit=limit, path_prefix=path_prefix, mode=mode).hits
+
+
+def reindex(store: Store, *, embed: bool | None = None) -> int:
+    """Rebuild ``store``'s search index from its files; return how many files were indexed."""
+    return searcher(store).reindex(embed=embed)

@@ -1,0 +1,113 @@
+"""Text handling shared by indexing and querying: passages (chunks of lines) and search terms.
+
+Terms. SQLite's ``unicode61`` tokenizer splits on spaces and punctuation, which is right for English and
+wrong for Chinese and Japanese, written without spaces: a whole sentence would become one token that no query
+matches. So text is prepared here before FTS5 sees it: runs of CJK characters become overlapping character
+bigrams (``記憶検索`` -> ``記憶 憶検 検索 索``; the run's last character is kept alone so that every
+character starts some token and a one-character query can match as a prefix). Everything else goes to FTS5
+as it is, where ``porter unicode61 remove_diacritics 2`` lower-cases, folds accents and stems English
+(``hiking`` and ``hikes`` both match ``hike``). Bigrams are the usual choice for CJK full-text search without
+a dictionary (Lucene's CJKAnalyzer does the same); measured against the alternatives in docs/search.md.
+
+Queries never reach FTS5 as syntax: `match_expression` rebuilds the query from its terms, each one quoted,
+joined by OR, so any string a user or a model sends is a valid, harmless query.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .._format import split_lines
+
+__all__ = ["Chunk", "chunk_lines", "index_text", "match_expression", "query_terms"]
+
+# Han (with extension A and compatibility ideographs), kana, Hangul syllables and jamo, CJK punctuation excluded.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# A query term: a run of letters/digits (any script but CJK) or a run of CJK characters.
+_TERM = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
+
+# Words too common to tell passages apart. Dropped from queries only (the index keeps every word, so a query
+# made of nothing else still finds something): "what did she say about the trip" searches for "say trip".
+_STOP_WORDS = """
+a about above after again against all am an and any are as at be because been before being below between
+both but by can could did do does doing down during each few for from further had has have having he her
+here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
+now of off on once only or other our ours ourselves out over own same she should so some such than that the
+their theirs them themselves then there these they this those through to too under until up very was we
+were what when where which while who whom why will with would you your yours yourself yourselves
+"""
+_STOP = frozenset(_STOP_WORDS.split())
+
+MAX_QUERY_TERMS = 64  # a longer query adds cost, not precision
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A passage of a file: lines ``first``..``last`` (numbered from 1) and their text."""
+
+    first: int
+    last: int
+    text: str
+
+
+def _bigrams(run: str) -> str:
+    if len(run) == 1:
+        return run
+    return " ".join([run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]])
+
+
+def index_text(text: str) -> str:
+    """``text`` as FTS5 should tokenize it: CJK runs turned into bigrams, the rest unchanged."""
+    return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms a query searches for: words without the stop words (all words if that leaves none), and the
+    bigrams of CJK runs (a one-character run stays a prefix of the bigrams that start with it)."""
+    words = _TERM.findall(query.lower())
+    kept = [w for w in words if w not in _STOP] or words
+    terms: list[str] = []
+    for word in kept:
+        if _CJK_RUN.fullmatch(word):
+            terms.extend(_bigrams(word).split() if len(word) > 1 else [word + "*"])
+        else:
+            terms.append(word)
+    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
+
+
+def match_expression(terms: list[str]) -> str:
+    """An FTS5 MATCH expression that ORs ``terms``, each a quoted string (``"` doubled), so nothing in a term
+    is read as FTS5 syntax; a trailing ``*`` (added by `query_terms` only) makes a prefix query."""
+    quoted = []
+    for term in terms:
+        prefix = term.endswith("*")
+        body = term[:-1] if prefix else term
+        quoted.append('"' + body.replace('"', '""') + '"' + ("*" if prefix else ""))
+    return " OR ".join(quoted)
+
+
+def chunk_lines(text: str, size: int) -> list[Chunk]:
+    """Cut a file into passages of at most ``size`` lines.
+
+    A heading (``#``) or a blank line starts a new passage, so a passage stays within one section of a
+    Markdown note; blank lines themselves are left out of passages.
+    """
+    chunks: list[Chunk] = []
+    block: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if block:
+            chunks.append(Chunk(block[0][0], block[-1][0], "\n".join(line for _, line in block)))
+            block.clear()
+
+    for number, line in enumerate(split_lines(text), start=1):
+        if not line.strip():
+            flush()
+            continue
+        if line.lstrip().startswith("#") or len(block) >= size:
+            flush()
+        block.append((number, line))
+    flush()
+    return chunks

@@ -1,0 +1,242 @@
+"""Hybrid search: the packaged model run with numpy, the API provider against a local fake server, fusion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from memdir import Store
+from memdir.search import APIEmbeddings, EmbeddingError, LocalModel, Searcher, SemanticUnavailableError, search
+from memdir.search._providers import provider_from_settings
+
+PETS = {
+    "/memories/pets.md": "The user owns a golden retriever named Max.\n",
+    "/memories/tax.md": "Quarterly tax filing is due in April.\n",
+}
+
+
+def fill(store: Store) -> None:
+    for path, text in PETS.items():
+        store.write(path, text.encode())
+
+
+def test_the_packaged_model_matches_sentence_transformers() -> None:
+    # Reference values computed with sentence-transformers 6.2 on the same packaged model.
+    vectors = LocalModel().embed(
+        [
+            "The user owns a golden retriever named Max.",
+            "What kind of pet does the user have?",
+            "Quarterly tax filing is due in April.",
+        ]
+    )
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(vectors[0][:4], [0.00463, -0.00895, 0.02021, -0.01485], atol=3e-4)
+    assert np.allclose([vectors[0] @ vectors[1], vectors[0] @ vectors[2]], [0.54, -0.0745], atol=1e-3)
+
+
+def test_hybrid_finds_what_shares_no_word_with_the_query(store: Store) -> None:
+    fill(store)
+    assert search(store, "which puppy", mode="fts") == []
+    (best, *_) = search(store, "which puppy", mode="hybrid")
+    assert best.path.virtual == "/memories/pets.md"
+    assert best.retrievers == ("semantic",)
+
+
+def test_hybrid_keeps_exact_word_matches_first(store: Store) -> None:
+    fill(store)
+    store.write("/memories/max.md", b"Max Planck institute visit\n")
+    hits = search(store, "Planck", mode="hybrid")
+    assert hits[0].path.virtual == "/memories/max.md"
+    assert hits[0].retrievers == ("fts", "semantic")
+
+
+def test_passages_are_embedded_once_and_follow_changes(store: Store) -> None:
+    fill(store)
+    searcher = Searcher(store, settings={})
+    searcher.search("dog", mode="hybrid")
+    count = "SELECT count(*) FROM search_vectors WHERE ns = ?"
+    with store.aux.reading("test") as conn:
+        before = conn.execute(count, (store.namespace,)).fetchone()[0]
+    store.move("/memories/pets.md", "/memories/animals/pets.md")  # same text: no new embedding
+    assert searcher.search("dog", mode="hybrid").hits[0].path.virtual == "/memories/animals/pets.md"
+    with store.aux.reading("test") as conn:
+        assert conn.execute(count, (store.namespace,)).fetchone()[0] == before
+    store.delete("/memories/animals")
+    assert [h.path.virtual for h in searcher.search("dog", mode="hybrid").hits] == ["/memories/tax.md"]
+
+
+def test_prefix_limits_semantic_hits_too(store: Store) -> None:
+    fill(store)
+    hits = search(store, "dog", mode="hybrid", path_prefix="/memories/tax.md")
+    assert [h.path.virtual for h in hits] == ["/memories/tax.md"]
+
+
+def test_without_a_provider_auto_is_full_text_and_says_so(store: Store) -> None:
+    fill(store)
+    searcher = Searcher(store, settings={"provider": "none"})
+    found = searcher.search("golden retriever")
+    assert found.mode == "fts" and found.note.startswith("Full-text search (BM25)")
+    with pytest.raises(SemanticUnavailableError, match="turned off"):
+        searcher.search("golden", mode="hybrid")
+
+
+def test_a_model_directory_the_user_points_at(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match=r"holds no model\.safetensors"):
+        provider_from_settings({"model_dir": str(tmp_path)})
+    provider = provider_from_settings({"model_dir": str(LocalModel().directory)})
+    assert isinstance(provider, LocalModel) and provider.name == "local:model"
+
+
+# -- the API provider against a fake OpenAI-compatible server ---------------------------------------------------
+
+
+def _fake_vector(text: str) -> list[float]:
+    """Bag of hashed words: texts sharing words are close (enough to test the plumbing)."""
+    vector = [0.0] * 16
+    for word in text.lower().split():
+        vector[hashlib.sha256(word.strip(".?").encode()).digest()[0] % 16] += 1.0
+    return vector
+
+
+class _Handler(BaseHTTPRequestHandler):
+    requests: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Handler.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        if body["model"] == "broken":
+            self.send_response(500)
+            self.end_headers()
+            return
+        data = [{"index": i, "embedding": _fake_vector(t), "object": "embedding"} for i, t in enumerate(body["input"])]
+        payload = json.dumps({"data": list(reversed(data)), "object": "list"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def api_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_api_provider_embeds_through_the_endpoint(store: Store, api_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBED_KEY", "k-123")
+    provider = provider_from_settings(
+        {"provider": "api", "api_url": api_url, "api_model": "fake", "api_key_env": "EMBED_KEY"}
+    )
+    vectors = provider.embed(["golden retriever", "tax filing"])
+    assert vectors.shape == (2, 16) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert _Handler.requests[-1]["path"] == "/v1/embeddings"
+    assert _Handler.requests[-1]["auth"] == "Bearer k-123"
+    fill(store)
+    found = Searcher(store, settings={}, provider=provider).search("retriever", mode="hybrid")
+    assert found.hits[0].path.virtual == "/memories/pets.md"
+
+
+def test_api_failures_are_embedding_errors(api_url: str) -> None:
+    with pytest.raises(EmbeddingError, match="HTTP 500"):
+        APIEmbeddings(api_url, "broken").embed(["x"])
+    with pytest.raises(EmbeddingError, match="could not be reached"):
+        APIEmbeddings("http://127.0.0.1:9/v1", "fake", timeout=2).embed(["x"])
+    with pytest.raises(Exception, match="needs api_url and api_model"):
+        provider_from_settings({"provider": "api"})
+
+
+# -- the vector index: kept up to date, neighbour expansion, the bulk (torch) path ------------------------------
+
+
+def test_the_matrix_follows_writes_without_reembedding_what_it_has(store: Store) -> None:
+    from memdir.search._semantic import _matrices
+
+    fill(store)
+    searcher = Searcher(store, settings={})
+    searcher.search("dog", mode="hybrid")
+    vectors = searcher.vectors()
+    store.write("/memories/cat.md", b"The cat sleeps on the sofa.\n")
+    searcher.index.refresh()
+    assert vectors.fill() == 1  # only the new passage is embedded
+    kept = _matrices[store.aux][(store.namespace, vectors.provider.name)]
+    _matrices[store.aux].clear()  # a fresh build from the database must give the same matrix
+    assert vectors.fill() == 0
+    rebuilt = _matrices[store.aux][(store.namespace, vectors.provider.name)]
+    assert kept.ids.tolist() == rebuilt.ids.tolist() and kept.paths == rebuilt.paths
+    assert np.allclose(kept.vectors, rebuilt.vectors) and kept.vectors.flags["C_CONTIGUOUS"]
+    assert np.allclose(np.linalg.norm(kept.vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_neighbours_lift_a_line_whose_neighbours_match() -> None:
+    from memdir.search._index import Candidate
+    from memdir.search._semantic import _Lookup, _Matrix, fuse
+
+    # One file of four 1-line passages (ids 1-4) and one of a single passage (id 5).
+    paths = ["/a.md"] * 4 + ["/b.md"]
+    vectors = np.eye(5, dtype=np.float32)
+    matrix = _Matrix(1, np.arange(1, 6), paths, ["x"] * 5, vectors, {i: i - 1 for i in range(1, 6)})
+    sims = np.array([0.1, 0.9, 0.1, 0.1, 0.5], dtype=np.float32)
+    semantic = [Candidate(2, "/a.md", 2, 2, "asked", 0.9), Candidate(5, "/b.md", 1, 1, "other", 0.5)]
+    plain = fuse([], semantic, _Lookup(matrix, sims))
+    assert [f.chunk for f in plain] == [2, 5]
+    lifted = fuse([], semantic, _Lookup(matrix, sims), neighbour_weight=0.8)
+    by_chunk = {f.chunk: f for f in lifted}
+    assert set(by_chunk) == {1, 2, 3, 4, 5}  # neighbours within two passages join; none cross files
+    assert by_chunk[3].who == ("neighbours",) and by_chunk[2].who == ("semantic",)
+    assert by_chunk[1].score == pytest.approx(by_chunk[3].score)  # before and after alike
+    assert by_chunk[3].score > by_chunk[4].score  # the second neighbour counts less
+    assert by_chunk[5].score == pytest.approx(plain[1].score)  # a file's only passage gains nothing
+
+
+def test_neighbour_weight_setting(store: Store) -> None:
+    assert Searcher(store, settings={"passage_lines": 4}).neighbour_weight == pytest.approx(0.2)
+    assert Searcher(store, settings={"passage_lines": 1, "neighbour_weight": 0}).neighbour_weight == 0
+    with pytest.raises(Exception, match="neighbour_weight must be a number"):
+        Searcher(store, settings={"neighbour_weight": "lots"})
+
+
+def test_bulk_embedding_through_torch_matches_numpy() -> None:
+    from memdir.search._torch import BULK
+
+    model = LocalModel()
+    encoder = model._encoder()
+    if encoder._bulk() is None:
+        pytest.skip("torch is not installed here or this CPU has no native bfloat16: numpy embeds everything")
+    texts = [f"note {n}: the user prefers tea over coffee on day {n}" for n in range(BULK)]
+    bulk = model.embed(texts)
+    small = model.embed(texts[:8])  # under BULK: numpy
+    assert bulk.shape == (BULK, 384) and bulk.dtype == np.float32
+    assert np.allclose(np.linalg.norm(bulk, axis=1), 1.0, atol=1e-5)
+    assert float((bulk[:8] * small).sum(axis=1).min()) > 0.999
+
+
+def test_reindex_stores_every_vector_again_in_a_process_that_searched(store: Store) -> None:
+    fill(store)
+    searcher = Searcher(store, settings={})
+    searcher.search("dog", mode="hybrid")
+    count = "SELECT count(*) FROM search_vectors WHERE ns = ?"
+    with store.aux.reading("test") as conn:
+        before = conn.execute(count, (store.namespace,)).fetchone()[0]
+    generation = searcher.index.generation()
+    assert searcher.reindex(embed=True) == len(PETS)
+    with store.aux.reading("test") as conn:
+        assert conn.execute(count, (store.namespace,)).fetchone()[0] == before > 0
+    assert searcher.index.generation() > generation  # never back to a number a cached matrix was built at
+    assert searcher.search("dog", mode="hybrid").hits[0].path.virtual == "/memories/pets.md"

@@ -1,0 +1,102 @@
+"""``memory_search`` for agents (`memdir.search.search_tool`) and the MCP server's ``memory_search``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from memdir import MemoryStore, MemoryTool, ToolResult
+from memdir.search import search_tool
+from memdir.search._tool import INPUT_SCHEMA
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    store = MemoryStore()
+    store.aux  # noqa: B018 - opened up front like any store in use
+    tool = MemoryTool(store)
+    tool.execute({"command": "create", "path": "/memories/clients/acme.md", "file_text": "# Acme\nprefers email\n"})
+    tool.execute({"command": "create", "path": "/memories/notes.md", "file_text": "buy milk\n"})
+    return store
+
+
+@pytest.fixture
+def fts_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    (tmp_path / "config.toml").write_text('[search]\nmode = "fts"\n')
+    monkeypatch.setenv("MEMDIR_CONFIG", str(tmp_path / "config.toml"))
+
+
+def run(store: MemoryStore, arguments: Any) -> ToolResult:
+    return search_tool(store)[2](arguments)
+
+
+def test_definitions_for_anthropic_and_openai() -> None:
+    anthropic, openai, _ = search_tool(MemoryStore())
+    assert anthropic["name"] == "memory_search" and anthropic["input_schema"] is INPUT_SCHEMA
+    assert openai == {
+        "type": "function",
+        "function": {"name": "memory_search", "description": anthropic["description"], "parameters": INPUT_SCHEMA},
+    }
+    jsonschema.Draft202012Validator.check_schema(INPUT_SCHEMA)
+    json.dumps(anthropic)
+
+
+def test_the_text_lists_path_lines_score_and_numbered_passage(store: MemoryStore, fts_only: None) -> None:
+    result = run(store, {"query": "email"})
+    assert not result.is_error
+    head, _, rest = result.text.partition("\n\n")
+    assert head == "1 passage matching 'email', best first. Full-text search (BM25)."
+    first, passage = rest.split("\n", 1)
+    assert first.startswith("/memories/clients/acme.md (lines 1-2, score ") and first.endswith(", fts)")
+    assert passage == "     1\t# Acme\n     2\tprefers email"
+
+
+def test_no_match_says_so(store: MemoryStore, fts_only: None) -> None:
+    result = run(store, {"query": "zebra"})
+    assert (result.text, result.is_error) == ("No memory matches 'zebra'. Full-text search (BM25).", False)
+
+
+def test_limit_and_prefix(store: MemoryStore, fts_only: None) -> None:
+    assert run(store, {"query": "milk email", "limit": 1}).text.count("/memories/") == 1
+    scoped = run(store, {"query": "milk email", "path_prefix": "/memories/clients"}).text
+    assert "/memories/clients/acme.md" in scoped and "notes.md" not in scoped
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "Error: Missing required parameter `query` (a non-empty string) for memory_search."),
+        ({"query": "  "}, "Error: Missing required parameter `query` (a non-empty string) for memory_search."),
+        ({"query": 3}, "Error: Missing required parameter `query` (a non-empty string) for memory_search."),
+        ({"query": "a", "limit": 0}, "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."),
+        ({"query": "a", "limit": "5"}, "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."),
+        ({"query": "a", "limit": True}, "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."),
+        (
+            {"query": "a", "path_prefix": 7},
+            "Error: Parameter `path_prefix` of memory_search must be a string starting with /memories.",
+        ),
+        ({"query": "a", "path_prefix": "/etc"}, "Error: Path must start with /memories, got: /etc"),
+        (
+            {"query": "a", "path_prefix": "/memories/../x"},
+            "Error: Path /memories/../x would escape /memories directory",
+        ),
+        ("not a dict", "Error: the input of memory_search must be an object with a `query` string"),
+    ],
+)
+def test_bad_input_is_an_error_result(store: MemoryStore, arguments: Any, message: str) -> None:
+    result = run(store, arguments)
+    assert (result.text, result.is_error) == (message, True)
+
+
+def test_failures_are_error_results_never_exceptions(store: MemoryStore, caplog: pytest.LogCaptureFixture) -> None:
+    class Broken(MemoryStore):
+        def log(self, since: int = 0, *, rescan: bool = True) -> Any:
+            raise RuntimeError("/host/path exploded")
+
+    result = run(Broken(), {"query": "email"})
+    assert result.is_error
+    assert result.text == "Error: Internal error in memory_search. The details are in the memdir log."
+    assert "exploded" in caplog.text
