@@ -1,0 +1,684 @@
+"""The agent: a tool loop over any `Provider`, with memory backfill, context management, sessions and hooks.
+
+    >>> agent = memdir.Agent(store=memdir.open_store("~/memory"), model="claude-sonnet-5-5")
+    >>> agent.run("Remember that I prefer email.").answer
+    >>> for event in agent.stream("What do I prefer?"):   # typed events, see memdir.agent.events
+    ...     print(event.progress or "")
+
+One `run` (or one pass through `stream`) is one user turn: the prompt goes in, then the loop sends requests and
+runs the tools the model asks for until it answers without a tool call, or `max_turns` requests were made
+(`MaxTurnsError`). Every message is appended to the session's transcript as it happens (`memdir.agent.sessions`),
+so a killed process can be resumed exactly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..automemory import AutoMemoryConfig, load_auto_memory
+from ..errors import ConfigError, ContextOverflowError, MaxTurnsError, MemdirError, PathError
+from ..paths import parse
+from ..project import project_root as find_root
+from ..store import Origin, Store
+from ..tool import ToolResult
+from . import compaction, prompts
+from .backfill import Backfill, load_backfill
+from .context import CONTEXT_BETAS, TokenCounter, clear_tool_results, estimate_text, estimate_tools, native_edits
+from .delegate import DELEGATE, delegate_tool
+from .events import (
+    AgentResult,
+    BackfillLoaded,
+    Compacted,
+    ContextCleared,
+    Event,
+    Finished,
+    HookRan,
+    InstructionsLoaded,
+    Notice,
+    TextDelta,
+    ToolCalled,
+    ToolFinished,
+    Usage,
+)
+from .hooks import HookCallable, HookOutcome, Hooks
+from .instructions import Instructions, load_instructions
+from .longrun import PROGRESS
+from .providers import Provider, Reply, Request, open_provider
+from .sessions import SessionLog, find_session, new_session_id, sessions_dir
+from .settings import AgentSettings
+from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_path, memory_tools, search_tools
+from .transcript import INTERRUPTED, Block, Message, answer_pending, blocks, text_block, text_of, tool_uses, user
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["Agent", "ContextReport"]
+
+log = logging.getLogger("memdir.agent")
+
+CANCELLED = "The user cancelled this tool call before it finished; it may or may not have taken effect."
+MAX_COMPACT_ATTEMPTS = 3
+HookSpec = HookCallable | str | Mapping[str, Any]
+"""A hook given to `Agent`: a callable, a shell command, or a settings-style ``{command, matcher?, timeout?}``."""
+ExtraTool = ToolSpec | tuple[Mapping[str, Any], Mapping[str, Any] | None, Callable[[dict[str, Any]], ToolResult]]
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    """Token use by category (estimates), and the API's exact total when it has a count endpoint."""
+
+    system: int
+    tools: int
+    memory: int
+    messages: int
+    exact: int | None
+    limit: int
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tools + self.memory + self.messages
+
+
+class Agent:
+    """A memory-backed agent over ``store``. Options are `AgentSettings` fields (``max_turns=10``,
+    ``context="client"``...), applied over ``settings`` (defaults when None; the CLI passes the merged
+    settings files). ``resume`` continues a session (an id, a prefix of one, or "" for the latest);
+    ``sessions=False`` keeps no transcript on disk.
+
+    ``auto_memory`` (a bool or a `memdir.automemory.AutoMemoryConfig`; default: the ``[memory]`` settings and
+    ``MEMDIR_DISABLE_AUTO_MEMORY``) switches auto memory: the tool's index and frontmatter upkeep and the
+    prompt guidance. ``project_root`` is where the instructions file is looked for (default: the git worktree
+    of the current directory, else the directory). ``memory=False`` offers no memory tool and ``subagent``
+    (a name) marks a sub-agent, which gets no auto-memory guidance and no ``delegate`` tool: both are how
+    `memdir.agent.delegate` builds sub-agents."""
+
+    def __init__(
+        self,
+        store: Store,
+        model: str | None = None,
+        *,
+        settings: AgentSettings | None = None,
+        provider: Provider | None = None,
+        extra_tools: Sequence[ExtraTool] = (),
+        hooks: Hooks | Mapping[str, Sequence[HookSpec]] | None = None,
+        resume: str | None = None,
+        sessions: Path | Literal[False] | None = None,
+        store_url: str | None = None,
+        auto_memory: bool | AutoMemoryConfig | None = None,
+        project_root: Path | None = None,
+        memory: bool = True,
+        subagent: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.settings = (settings or AgentSettings()).replace(model=model, **options)
+        if provider is not None:  # a provider given whole decides which API the settings describe
+            self.settings = self.settings.replace(provider=provider.name)
+        self.store = store
+        self.store_url = store_url
+        self.provider = provider or open_provider(self.settings)
+        self._owns_provider = provider is None  # one we opened, we close
+        self.model = self.settings.model_name
+        self._check_mode()
+        self.hooks = _hooks(hooks, self.settings)
+        self._sessions_dir = None if sessions is False else (sessions or sessions_dir())
+        self._log: SessionLog | None = None
+        self.messages: list[Message] = []
+        self.usage = Usage()
+        self.turns = 0
+        self.backfill: Backfill | None = None
+        self._pending: list[Block] = []
+        self._tainted = False
+        self.auto_memory = _auto_memory(auto_memory)
+        self.project_root = project_root or find_root()
+        self.subagent = subagent
+        self._offers_memory = memory
+        self.instructions: Instructions | None = None
+        self.side_events: list[Event] = []  # what a tool had to say while it ran (a sub-agent's progress)
+        self._touched: dict[str, None] = {}  # memory files this session used, least recent first
+        self._progress_updated = False
+        self.peak_prompt_tokens = 0
+        self._open_session(resume)
+        self.memory = MemoryAccess(store, self.session_id, auto_memory=self.auto_memory)
+        self.tools = self._tools(extra_tools)
+        self.counter = TokenCounter(self.provider)
+
+    # -- setup ------------------------------------------------------------------------------------------------
+
+    def _check_mode(self) -> None:
+        if self.settings.context_mode == "native" and self.provider.name != "anthropic":
+            raise ConfigError("--context native needs the Anthropic provider; use --context client or off")
+
+    def _tools(self, extra: Sequence[ExtraTool]) -> list[ToolSpec]:
+        tools = memory_tools(self.memory, self.settings.tools) if self._offers_memory else []
+        if self.settings.search:
+            tools += search_tools(self.store)
+        tools += [item if isinstance(item, ToolSpec) else extra_tool(*item) for item in extra]
+        self.tools = tools
+        if self.settings.delegate and self.subagent is None:
+            tools.append(delegate_tool(self))  # it hands sub-agents the tools above
+        check_unique(tools)
+        self._by_name = {tool.name: tool for tool in tools}
+        return tools
+
+    @property
+    def sessions_dir(self) -> Path | None:
+        return self._sessions_dir
+
+    def _open_session(self, resume: str | None) -> None:
+        self._started = False
+        if resume is None:
+            self.session_id = new_session_id()
+            self._source = "startup"
+            return
+        self._log, state = SessionLog.resume(find_session(resume, self._sessions_dir or None))
+        self.session_id, self.messages, self.turns, self.usage = state.id, state.messages, state.turns, state.usage
+        self._source = "resume"
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "id": self.session_id,
+            "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "provider": self.provider.name,
+            "model": self.model,
+            "store": self.store_url,
+            "namespace": self.store.namespace,
+            "cwd": os.getcwd(),
+        }
+
+    @property
+    def transcript_path(self) -> Path | None:
+        return self._log.path if self._log is not None else None
+
+    @property
+    def system(self) -> str:
+        """The system prompt sent: the configured one, plus the memory protocol where the API does not add it,
+        plus the auto-memory guidance when auto memory is on."""
+        parts = [self.settings.system or prompts.DEFAULT_SYSTEM]
+        if self._offers_memory:
+            if self.settings.tools == "simple":
+                parts.append(prompts.SIMPLE_GUIDANCE)
+            elif not self.provider.native_memory:
+                parts.append(prompts.MEMORY_GUIDANCE)
+            if self.auto_memory.enabled and self.subagent is None:  # a sub-agent's own is in its system prompt
+                parts.append(prompts.AUTO_MEMORY_GUIDANCE)
+        return "\n\n".join(parts)
+
+    # -- the public loop ----------------------------------------------------------------------------------------
+
+    def run(self, prompt: str) -> AgentResult:
+        """Run one user turn to its final answer."""
+        for event in self.stream(prompt, live=bool(self.settings.stream)):
+            if isinstance(event, Finished):
+                return event.result
+        raise AssertionError("the loop ended without a result")  # stream always finishes or raises
+
+    def stream(self, prompt: str, *, live: bool | None = None) -> Generator[Event, None, None]:
+        """Run one user turn, yielding events as they happen; the last is `Finished`. ``live`` streams the
+        model's replies (`TextDelta` events); default: the ``stream`` setting, else True."""
+        live = (self.settings.stream is not False) if live is None else live
+        self._tainted = self._progress_updated = False
+        yield from self._begin()
+        self._add_prompt(prompt)
+        yield from self._loop(live)
+
+    def _loop(self, live: bool) -> Iterator[Event]:
+        turns, usage, stop_hooked = 0, Usage(), False
+        while True:
+            if turns >= self.settings.max_turns:
+                raise MaxTurnsError(self._max_turns_text(turns), turns=turns)
+            yield from self._manage_context()
+            reply = yield from self._request(live)
+            usage.add(reply.usage)
+            turns += reply.stop_reason != "compaction"
+            if tool_uses(self.messages[-1]):
+                yield from self._run_tools(turns)
+            elif reply.stop_reason == "compaction" and self._pending:
+                # The API paused after compacting: what must survive the summary goes in before it goes on.
+                self._append(user(*self._take_pending()))
+            elif reply.stop_reason not in ("pause_turn", "compaction"):
+                answer = text_of(self.messages[-1])
+                if not stop_hooked and (yield from self._stop_blocked(answer, turns)):
+                    stop_hooked = True
+                    continue
+                result = AgentResult(
+                    answer, turns, usage, self.session_id, reply.stop_reason, reply.model or self.model
+                )
+                yield Finished(result)
+                return
+
+    def _max_turns_text(self, turns: int) -> str:
+        return (
+            f"stopped after {turns} turn{'s' if turns != 1 else ''} without a final answer "
+            f"(max_turns is {self.settings.max_turns}); "
+            f"continue with --resume {self.session_id}"
+        )
+
+    # -- session start --------------------------------------------------------------------------------------
+
+    def _begin(self) -> Iterator[Event]:
+        """First prompt of this process: the SessionStart hooks, and for a new session the memory backfill."""
+        if self._started:
+            return
+        self._started = True
+        if self._log is None and self._sessions_dir is not None:
+            self._log = SessionLog.create(self._header(), self._sessions_dir)
+        if self._source == "resume":
+            self.repair(INTERRUPTED)  # a killed process can leave the last tool calls unanswered
+            if self.settings.instructions:  # the transcript holds the text; compaction still needs its section
+                self.instructions = load_instructions(self.project_root)
+        else:
+            yield from self._load_context(reloaded=False)
+        yield from self._session_start(self._source)
+
+    def _load_context(self, *, reloaded: bool) -> Iterator[Event]:
+        """The instructions file and the memory backfill, first in the next user message: at the start of a
+        session, and again (read from disk, the files this session used last) after a compaction."""
+        blocks: list[Block] = []
+        if self.settings.instructions:
+            self.instructions = load_instructions(self.project_root)
+            if self.instructions is not None:
+                for name, tokens in self.instructions.items:
+                    yield InstructionsLoaded(name, tokens, reloaded)
+                blocks += self.instructions.blocks
+        if self.settings.backfill:
+            files = list(reversed(self._touched)) if reloaded else None
+            self.backfill = load_backfill(self.memory.tool, self.settings.backfill_tokens, files=files)
+            if self.backfill is not None:
+                for name, tokens in self.backfill.items:
+                    yield BackfillLoaded(name, tokens, reloaded)
+                blocks.append(self.backfill.block)
+        self._pending[0:0] = blocks
+
+    def _session_start(self, source: str) -> Iterator[Event]:
+        outcomes = self.hooks.run("SessionStart", {**self._payload(), "source": source}, match=source)
+        yield from _hook_events(outcomes)
+        for outcome in outcomes:
+            if outcome.ok and outcome.output.strip():
+                text = prompts.HOOK_CONTEXT.format(event="SessionStart", source=source, text=outcome.output.strip())
+                self._pending.append(text_block(text))
+
+    def _payload(self) -> dict[str, Any]:
+        path = self.transcript_path
+        return {"session_id": self.session_id, "transcript_path": str(path) if path else None, "cwd": os.getcwd()}
+
+    # -- transcript -----------------------------------------------------------------------------------------
+
+    def _append(self, message: Message, *, sync: bool = True, **extra: Any) -> None:
+        self.messages.append(message)
+        if self._log is not None:
+            self._log.append({"type": "message", "message": message, **extra}, sync=sync)
+
+    def _record(self, record: dict[str, Any]) -> None:
+        if self._log is not None:
+            self._log.append(record)
+
+    def _add_prompt(self, prompt: str) -> None:
+        self.repair()
+        self._append(user(*self._take_pending(), text_block(prompt)), prompt=prompt)
+
+    def _take_pending(self) -> list[Block]:
+        taken, self._pending = self._pending, []
+        return taken
+
+    def repair(self, text: str = CANCELLED) -> None:
+        """Answer tool calls left without results (a cancelled turn, a killed process), so the transcript is
+        a valid request again."""
+        answer = answer_pending(self.messages, text)
+        if answer is not None:
+            self._append(answer)
+
+    # -- one request ------------------------------------------------------------------------------------------
+
+    def request(self) -> Request:
+        """The request the next turn would send."""
+        native = self.settings.context_mode == "native"
+        return Request(
+            model=self.model,
+            system=self.system,
+            messages=list(self.messages),
+            tools=self.tools,
+            max_tokens=self.settings.max_tokens,
+            context_management=native_edits(self.settings, self._compact_instructions()) if native else None,
+            betas=CONTEXT_BETAS if native else (),
+        )
+
+    def _request(self, live: bool) -> Generator[Event, None, Reply]:
+        request = self.request()
+        reply: Reply | None = None
+        for item in self.provider.send(request, stream=live):
+            if isinstance(item, TextDelta):
+                yield item
+            else:
+                reply = item
+        assert reply is not None  # a provider always ends with its reply
+        self.counter.observe(request.messages, reply.prompt_tokens)
+        self.peak_prompt_tokens = max(self.peak_prompt_tokens, reply.prompt_tokens)
+        self.usage.add(reply.usage)
+        self.turns += reply.stop_reason != "compaction"
+        message = {"role": "assistant", "content": reply.content}
+        # A reply asking for tools is flushed with their results, a moment later: one fsync per turn.
+        self._append(message, sync=not tool_uses(message), usage=reply.usage.as_dict())
+        yield from self._native_edits(reply)
+        return reply
+
+    def _native_edits(self, reply: Reply) -> Iterator[Event]:
+        for edit in reply.applied_edits:
+            if edit.get("type") == "clear_tool_uses_20250919":
+                yield ContextCleared(
+                    int(edit.get("cleared_tool_uses", 0)), int(edit.get("cleared_input_tokens", 0)), True
+                )
+        for block in reply.content:
+            if block.get("type") == "compaction" and block.get("content"):
+                summary = str(block["content"])
+                yield Compacted(0, summary, native=True)
+                yield from _hook_events(
+                    self.hooks.run(
+                        "PostCompact", {**self._payload(), "trigger": "auto", "compact_summary": summary}, match="auto"
+                    )
+                )
+                yield from self._load_context(reloaded=True)
+                yield from self._session_start("compact")
+
+    # -- tools ----------------------------------------------------------------------------------------------
+
+    def _run_tools(self, turn: int) -> Iterator[Event]:
+        results = []
+        for call in tool_uses(self.messages[-1]):
+            name, tool_input = str(call.get("name")), call.get("input") or {}
+            yield ToolCalled(turn, name, tool_input)
+            result = self._execute(name, tool_input)
+            yield from self._take_side_events()
+            yield ToolFinished(turn, name, result.is_error, result.text)
+            results.append(_result_block(str(call.get("id")), result))
+        self._append(user(*results, *self._take_pending()))
+
+    def _execute(self, name: str, tool_input: dict[str, Any]) -> ToolResult:
+        spec = self._by_name.get(name)
+        if spec is None:
+            return ToolResult(f"Error: There is no tool named `{name[:100]}`.", is_error=True)
+        if spec.trust == "memory" and spec.writes(tool_input):
+            # Provenance: a write made after outside content entered this turn may be carrying it.
+            source = "untrusted-context" if self._tainted else None
+            self.memory.origin = Origin(actor="model", session=self.session_id, source=source)
+        try:
+            result = spec.execute(tool_input)
+        except Exception as exc:  # an application's tool failing must not end the session
+            log.exception("tool %s raised", name)
+            result = ToolResult(f"Error: The tool `{name}` failed: {type(exc).__name__}.", is_error=True)
+        if spec.trust == "untrusted":
+            self._tainted = True
+        if spec.trust == "memory" and not result.is_error:
+            self._touch(name, tool_input, result)
+        return result
+
+    def _take_side_events(self) -> Iterator[Event]:
+        taken, self.side_events = self.side_events, []
+        yield from taken
+
+    def _touch(self, name: str, tool_input: dict[str, Any], result: ToolResult) -> None:
+        """Remember which memory files this session used, most recent last (re-read after a compaction)."""
+        used, gone = _memory_paths(name, tool_input, result)
+        for path in gone:
+            for key in [k for k in self._touched if k == path or k.startswith(path + "/")]:
+                del self._touched[key]
+        for path in used:
+            self._touched.pop(path, None)
+            self._touched[path] = None
+        self._progress_updated |= PROGRESS.virtual in used and not result.text.startswith("Here's the content")
+
+    # -- stop -----------------------------------------------------------------------------------------------
+
+    def _stop_blocked(self, answer: str, turns: int) -> Generator[Event, None, bool]:
+        payload = {**self._payload(), "answer": answer, "turns": turns, "stop_hook_active": False}
+        outcomes = self.hooks.run("Stop", payload)
+        yield from _hook_events(outcomes)
+        reasons = [o.reason for o in outcomes if o.blocked]
+        if not reasons:
+            return False
+        self._append(user(text_block(f"[Stop hook] {' '.join(reasons)}")))
+        return True
+
+    # -- context management ---------------------------------------------------------------------------------
+
+    def _manage_context(self) -> Iterator[Event]:
+        if self.settings.context_mode != "client":
+            return
+        settings = self.settings
+        tokens = self.counter.count(self.request(), near=min(settings.clear_at, settings.compact_at))
+        if tokens >= settings.clear_at:
+            tokens -= yield from self._clear()
+        if tokens >= settings.compact_at:
+            yield from self.compact(focus=settings.compact_instructions, trigger="auto")
+
+    def _compact_instructions(self) -> str | None:
+        """What steers a summary: the ``compact_instructions`` setting and the ``## Compact Instructions``
+        section of the instructions file (as loaded at the start or after the last compaction)."""
+        found = self.instructions.compact_instructions if self.instructions is not None else None
+        parts = [p for p in (self.settings.compact_instructions, found) if p]
+        return "\n\n".join(parts) or None
+
+    def _clear(self) -> Generator[Event, None, int]:
+        cleared = clear_tool_results(
+            self.messages,
+            keep=self.settings.keep_tool_uses,
+            exclude=self.settings.exclude_tools,
+            protected=self._protected,
+        )
+        if not cleared.ids or cleared.tokens < (self.settings.clear_at_least or 1):
+            return 0
+        self.messages = cleared.messages
+        self._record({"type": "clear", "results": cleared.ids})
+        yield ContextCleared(len(cleared.ids), cleared.tokens)
+        return cleared.tokens
+
+    def _protected(self, name: str, tool_input: dict[str, Any]) -> bool:
+        spec = self._by_name.get(name)
+        return spec is not None and spec.trust == "memory" and spec.writes(tool_input)
+
+    def compact(self, focus: str | None = None, *, trigger: str = "manual") -> Generator[Event, None, None]:
+        """Summarise the older history now (``/compact``), keeping the recent turns. With ``trigger="auto"``
+        it retries with fewer kept turns until the context is under ``compact_at``, then gives up with
+        `ContextOverflowError`."""
+        self.repair()
+        payload = {**self._payload(), "trigger": trigger, "custom_instructions": focus, "messages": len(self.messages)}
+        outcomes = self.hooks.run("PreCompact", payload, match=trigger)
+        yield from _hook_events(outcomes)
+        if any(o.blocked for o in outcomes):
+            yield Notice("[context] compaction blocked by a PreCompact hook")
+            return
+        compacted = False
+        for keep in _keep_plan(self.settings.keep_recent):
+            if not (yield from self._compact_once(keep, focus, trigger)):
+                continue  # too few turns to keep this many: try keeping fewer
+            compacted = True
+            if trigger != "auto" or self._under_compact_limit():
+                return
+        if trigger == "auto":
+            raise ContextOverflowError(self._overflow_text())
+        if not compacted:
+            yield Notice("[context] nothing to compact yet")
+
+    def _under_compact_limit(self) -> bool:
+        limit = self.settings.compact_at
+        return self.counter.count(self.request(), near=limit) < limit
+
+    def _compact_once(self, keep: int, focus: str | None, trigger: str) -> Generator[Event, None, bool]:
+        cut = compaction.plan_cut(self.messages, keep)
+        if cut is None:
+            return False
+        head, tail = self.messages[:cut], self.messages[cut:]
+        found = self.instructions.compact_instructions if self.instructions is not None else None
+        reply = compaction.summarise(self.provider, self.model, head, focus, found)
+        self.usage.add(reply.usage)
+        self._record({"type": "usage", "usage": reply.usage.as_dict()})
+        summary = text_of({"role": "assistant", "content": reply.content})
+        yield from self._load_context(reloaded=True)
+        yield from self._session_start("compact")
+        first = compaction.summary_message(summary, compaction.memory_files_touched(head), self._take_pending())
+        if tail and tail[0].get("role") == "user":
+            first, tail = {"role": "user", "content": [*blocks(first), *blocks(tail[0])]}, tail[1:]
+        self.messages = [first, *tail]
+        self._record({"type": "reset", "reason": "compact", "messages": self.messages})
+        yield Compacted(len(head), summary, trigger=trigger)
+        payload = {**self._payload(), "trigger": trigger, "compact_summary": summary}
+        yield from _hook_events(self.hooks.run("PostCompact", payload, match=trigger))
+        return True
+
+    def _overflow_text(self) -> str:
+        tokens = self.counter.estimate(self.request())
+        largest = max((self.counter.message(m) for m in self.messages), default=0)
+        return (
+            f"the context is still about {tokens:,} tokens after {MAX_COMPACT_ATTEMPTS} compaction attempts "
+            f"(compact_at is {self.settings.compact_at:,}): one message alone is about {largest:,} tokens; "
+            "shorten it or raise --compact-at"
+        )
+
+    # -- chat commands -------------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Start a new conversation (a new session; the old one stays on disk and can be resumed)."""
+        self._close_log()
+        self.messages, self._pending, self.backfill = [], [], None
+        self.usage, self.turns, self._touched = Usage(), 0, {}
+        self._open_session(None)
+        self._source = "clear"
+        self.memory.close()
+        self.memory = MemoryAccess(self.store, self.session_id, auto_memory=self.auto_memory)
+        self.tools = self._tools([t for t in self.tools if t.name not in self._memory_tool_names()])
+        self.counter = TokenCounter(self.provider)
+
+    def resume(self, ref: str = "") -> None:
+        """Switch to another session (an id, a prefix, or "" for the latest) and continue it."""
+        find_session(ref, self._sessions_dir or None)  # an unknown session fails before anything changes
+        self._close_log()
+        self.messages, self._pending, self._touched = [], [], {}
+        self._open_session(ref)
+        self.memory.close()
+        self.memory = MemoryAccess(self.store, self.session_id, auto_memory=self.auto_memory)
+        self.tools = self._tools([t for t in self.tools if t.name not in self._memory_tool_names()])
+        self.counter = TokenCounter(self.provider)
+
+    def _memory_tool_names(self) -> set[str]:
+        """The tools `_tools` makes itself (rebuilt for a new session), as opposed to the caller's extras."""
+        return {t.name for t in self.tools if t.trust == "memory" or t.name in ("memory_search", DELEGATE)}
+
+    def context_report(self) -> ContextReport:
+        """Token use by category: system prompt, tool definitions, memory loaded at start, the conversation."""
+        native = self.provider.name == "anthropic"
+        memory = sum(
+            estimate_text(str(b.get("text", "")))
+            for m in self.messages
+            for b in blocks(m)
+            if b.get("type") == "text" and str(b.get("text", "")).startswith(prompts.BACKFILL_OPEN[:20])
+        )
+        messages = self.counter.messages(self.messages) - memory
+        exact = self.provider.count_tokens(self.request()) if self.messages else None
+        return ContextReport(
+            system=estimate_text(self.system),
+            tools=estimate_tools(self.tools, native),
+            memory=memory,
+            messages=max(messages, 0),
+            exact=exact,
+            limit=self.settings.compact_at,
+        )
+
+    def wrap_up(self) -> Iterator[Event]:
+        """Before a session of long-running work ends (``memdir run`` after its task, ``memdir chat`` at exit):
+        when the memory holds a progress log this session has not updated since its last prompt, ask the model
+        to update it — one more turn, whose events this yields. Nothing happens otherwise."""
+        if not self.settings.wrap_up or self.subagent is not None or not self._started or self._progress_updated:
+            return
+        try:
+            if self.store.stat(PROGRESS) is None:
+                return
+        except MemdirError:
+            return
+        yield from self.stream(prompts.WRAP_UP, live=False)
+
+    def close(self) -> None:
+        """Close the transcript file, and the provider when the agent opened it (a store, or a provider passed
+        in, belongs to the caller)."""
+        self._close_log()
+        self.memory.close()
+        if self._owns_provider:
+            self.provider.close()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+
+
+def _hooks(hooks: Hooks | Mapping[str, Sequence[HookSpec]] | None, settings: AgentSettings) -> Hooks:
+    """The settings' hooks, then the ones given: callables, commands, or ``{command, matcher?, timeout?}``."""
+    if isinstance(hooks, Hooks):
+        return hooks
+    made = Hooks(settings.hooks, timeout=settings.hook_timeout)
+    for event, entries in (hooks or {}).items():
+        for entry in entries:
+            if isinstance(entry, Mapping):
+                made.add(event, str(entry["command"]), matcher=entry.get("matcher"), timeout=entry.get("timeout"))
+            else:
+                made.add(event, entry)
+    return made
+
+
+def _auto_memory(option: bool | AutoMemoryConfig | None) -> AutoMemoryConfig:
+    if option is None:
+        return load_auto_memory()
+    if isinstance(option, bool):
+        return AutoMemoryConfig(enabled=option)
+    return option
+
+
+def _memory_paths(name: str, tool_input: dict[str, Any], result: ToolResult) -> tuple[list[str], list[str]]:
+    """The memory files a successful memory-tool call used, and the paths it removed (normal form)."""
+    if name in ("read_memory", "write_memory", "forget_memory"):  # the small tool set's view / create / delete
+        simple = {"read_memory": "view", "write_memory": "create", "forget_memory": "delete"}[name]
+        tool_input = {"command": simple, "path": memory_path(tool_input.get("path"))}
+    command = tool_input.get("command")
+    if command == "rename":
+        return _normal(tool_input.get("new_path")), _normal(tool_input.get("old_path"))
+    paths = _normal(tool_input.get("path"))
+    if command == "delete":
+        return [], paths
+    if command == "view" and not result.text.startswith("Here's the content of"):
+        return [], []  # a directory listing or an image
+    return paths, []
+
+
+def _normal(raw: object) -> list[str]:
+    if not isinstance(raw, str):
+        return []
+    try:
+        path = parse(raw)
+    except PathError:
+        return []
+    return [] if path.is_root else [path.virtual]
+
+
+def _hook_events(outcomes: list[HookOutcome]) -> Iterator[Event]:
+    for outcome in outcomes:
+        yield HookRan(outcome.event, outcome.name, outcome.ok, outcome.detail)
+
+
+def _result_block(tool_use_id: str, result: ToolResult) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id}
+    block["content"] = list(result.content) if result.content else result.text
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _keep_plan(keep_recent: int) -> list[int]:
+    """Fewer kept units on each attempt: e.g. 4, 2, 1."""
+    plan = [max(keep_recent, 1), max(keep_recent // 2, 1), 1]
+    return list(dict.fromkeys(plan))[:MAX_COMPACT_ATTEMPTS]

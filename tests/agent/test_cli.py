@@ -1,0 +1,216 @@
+"""The agent commands end to end: real ``memdir`` processes (and the CLI in-process) against the fake APIs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memdir import ToolResult
+from memdir.agent.transcript import orphans
+from memdir.cli import cli
+from memdir.cli._chat import Chat
+from support.anthropic_server import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply
+from support.openai_server import FakeOpenAIServer, chat_text, chat_tool_calls
+
+from .conftest import MakeAgent
+
+SPICY = {
+    "command": "create",
+    "path": "/memories/preferences.md",
+    "file_text": "The user does not eat spicy food; avoid spicy restaurants.\n",
+}
+
+
+@pytest.fixture
+def api_env(anthropic_server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment pointing the SDK at the fake server (set here for in-process runs, returned for others)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    return dict(os.environ)
+
+
+def memdir(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memdir", *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def invoke(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def test_remember_in_one_process_recall_in_the_next(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path
+) -> None:
+    store = str(tmp_path / "memory")
+    anthropic_server.script(tool_use_reply([("memory", SPICY)]), text_reply("Got it: no spicy places."))
+    first = memdir("run", "--store", store, "Remember: I don't like spicy food.", env=api_env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "Got it: no spicy places.\n"
+    assert "[turn 1] memory create /memories/preferences.md\n" in first.stderr
+    assert (tmp_path / "memory" / "memories" / "preferences.md").read_text() == SPICY["file_text"]
+
+    anthropic_server.script(text_reply("Try the mild noodle bar."))
+    second = memdir("run", "--store", store, "Any good restaurants nearby?", env=api_env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Try the mild noodle bar.\n"
+    assert "[memory backfill] loaded preferences.md (" in second.stderr
+    [request] = anthropic_server.message_requests[2:]  # one request: no tool call was needed to recall
+    backfill = request.messages[0]["content"][0]["text"]
+    assert backfill.startswith('<memory-backfill source="earlier sessions">')
+    assert "The user does not eat spicy food; avoid spicy restaurants." in backfill
+
+
+def test_json_output(anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path) -> None:
+    anthropic_server.script(text_reply("Four."))
+    result = invoke("run", "--store", str(tmp_path / "m"), "--json", "2+2?")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["answer"] == "Four." and data["turns"] == 1 and data["stop_reason"] == "end_turn"
+    assert data["usage"]["input_tokens"] > 0 and data["session_id"]
+
+
+def test_a_missing_key_is_one_line_saying_what_to_set(tmp_path: Path) -> None:
+    result = invoke("run", "--store", str(tmp_path / "m"), "hi")
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("Error: ANTHROPIC_API_KEY is not set: export ANTHROPIC_API_KEY=")
+
+
+def test_max_turns(anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path) -> None:
+    anthropic_server.script(tool_use_reply([("memory", {"command": "view", "path": "/memories"})]))
+    result = invoke("run", "--store", str(tmp_path / "m"), "--max-turns", "1", "Loop")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].startswith(
+        "Error: stopped after 1 turn without a final answer (max_turns is 1); continue with --resume "
+    )
+
+
+def test_settings_files_and_options(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "memdir.toml").write_text('[agent]\nmodel = "claude-project"\ncontext = "off"\nmax_turns = 1\n')
+    monkeypatch.chdir(tmp_path)
+    view = tool_use_reply([("memory", {"command": "view", "path": "/memories"})])
+    anthropic_server.script(view, view, text_reply("ok"))
+    assert invoke("run", "--store", "m", "Go").exit_code == 1  # max_turns = 1 from the file
+    assert invoke("run", "--store", "m", "--max-turns", "3", "--model", "claude-cli", "Go").exit_code == 0
+    bodies = [r.body for r in anthropic_server.message_requests]
+    assert [b["model"] for b in bodies] == ["claude-project", "claude-cli", "claude-cli"]
+    assert all("context_management" not in b for b in bodies)
+
+
+def test_the_openai_provider_from_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        server.script(chat_tool_calls([("memory", SPICY)]), chat_text("Saved."))
+        result = invoke("run", "--store", str(tmp_path / "m"), "--provider", "openai", "--model", "qwen3", "Remember")
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout == "Saved.\n"
+        assert server.chat_requests[0].headers["authorization"] == "Bearer memdir-local"
+
+
+def test_resume_after_the_process_was_killed(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path
+) -> None:
+    gate = threading.Event()
+
+    def hang(_request: RecordedRequest) -> dict[str, Any]:
+        gate.wait(30)
+        return text_reply("too late")
+
+    store = str(tmp_path / "memory")
+    anthropic_server.script(tool_use_reply([("memory", SPICY)]), hang)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memdir", "run", "--store", store, "Remember my food preference."],
+        env=api_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(anthropic_server.message_requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        gate.set()
+    killed = anthropic_server.message_requests[1].messages
+    anthropic_server.script(text_reply("Resumed."))
+    resumed = memdir("run", "--store", store, "Go on.", "--resume", env=api_env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == "Resumed." + "\n"
+    assert anthropic_server.message_requests[2].messages == [
+        *killed,
+        {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
+    ]
+
+
+def test_chat_with_piped_input_and_slash_commands(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path
+) -> None:
+    anthropic_server.script(
+        tool_use_reply([("memory", SPICY)]), text_reply("Noted, no spice."),
+        text_reply("## Requests and intent\n- remember food"),  # the /compact summary
+        text_reply("Fresh start."),
+    )  # fmt: skip
+    lines = ["Remember: no spicy food", "/memory", "/context", "/compact food", "/nope", "/clear", "Hello again",
+             "/resume", "/exit", "never sent"]  # fmt: skip
+    result = invoke("chat", "--store", str(tmp_path / "m"), input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "Noted, no spice.\n" in out and "Fresh start.\n" in out
+    assert "Memory: 1 file, 59 bytes under /memories" in out
+    assert "Loaded at start: nothing" in out
+    for category in ("system", "tools", "memory", "messages", "total", "counted"):
+        assert f"\n{category}" in "\n" + out
+    assert "Started a new conversation (session " in out
+    assert "Continue one with /resume SESSION." in out
+    assert "[context] compacted " in result.stderr
+    assert "Unknown command /nope; /help lists them." in result.stderr
+    assert len(anthropic_server.message_requests) == 4  # nothing after /exit
+    assert anthropic_server.message_requests[3].messages[0]["content"][-1]["text"] == "Hello again"
+
+
+def test_chat_ctrl_c_cancels_the_turn_not_the_session(
+    anthropic_server: FakeAnthropicServer, make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    def interrupted(_args: dict[str, Any]) -> ToolResult:
+        raise KeyboardInterrupt  # Ctrl-C while a tool runs
+
+    anthropic_server.script(tool_use_reply([("slow", {})]), text_reply("Still here."))
+    agent = make_agent(extra_tools=[({"name": "slow", "input_schema": {"type": "object"}}, None, interrupted)])
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Do the slow thing\nAre you there?\n"))
+    Chat(agent, interactive=False).loop()
+    captured = capsys.readouterr()
+    assert "[cancelled]" in captured.err
+    assert "Still here.\n" in captured.out
+    last = anthropic_server.message_requests[-1].messages
+    assert orphans(last) == []
+    assert last[2]["content"][0]["content"].startswith("The user cancelled this tool call")
+
+
+def test_sessions_lists_what_ran(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path
+) -> None:
+    anthropic_server.script(tool_use_reply([("memory", {"command": "view", "path": "/memories"})]), text_reply("ok"))
+    run = invoke("run", "--store", str(tmp_path / "m"), "--json", "Look at\n  my memory")
+    session = json.loads(run.stdout)["session_id"]
+    listing = invoke("sessions")
+    assert listing.exit_code == 0
+    [line] = listing.stdout.splitlines()
+    fields = line.split("\t")
+    assert fields[0] == session and fields[2] == "2" and int(fields[3]) > 0
+    assert fields[4] == "Look at my memory"
+    assert json.loads(invoke("sessions", "--json").stdout)[0]["first_prompt"] == "Look at\n  my memory"
