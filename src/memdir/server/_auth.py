@@ -1,0 +1,69 @@
+"""Who is asking: the bearer token, the namespace it opens, and its rate limit.
+
+The namespace of a request comes from its token and from nothing else. No path, query parameter, header or body
+field can name one: the handlers receive the `Principal` made here and open only ``principal.namespace``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._errors import ApiError
+from ._guard import request_info
+
+if TYPE_CHECKING:
+    from starlette.types import Scope
+
+    from ._ratelimit import RateLimiter
+    from .tokens import TokenRegistry
+
+__all__ = ["Gate", "Principal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    token_id: str
+    namespace: str
+
+
+class Gate:
+    """Authenticates a request and charges its token's rate limit."""
+
+    def __init__(self, tokens: TokenRegistry, limiter: RateLimiter) -> None:
+        self.tokens = tokens
+        self.limiter = limiter
+
+    def admit(self, scope: Scope) -> Principal:
+        """The principal of an authenticated request within its rate limit; `ApiError` otherwise."""
+        token = _bearer(scope)
+        info = self.tokens.verify(token)
+        if info is None:
+            # One message for unknown, malformed and revoked: which of them it was is no business of the sender.
+            raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed or revoked)")
+        principal = Principal(info.id, info.namespace)
+        logged = request_info(scope)
+        logged["namespace"], logged["token_id"] = principal.namespace, principal.token_id
+        wait = self.limiter.check(principal.token_id)
+        if wait > 0:
+            retry = self.limiter.retry_after_header(wait)
+            raise ApiError(
+                "rate_limited",
+                f"too many requests with this token; retry after {retry} s",
+                headers={"Retry-After": retry},
+                retry_after=round(wait, 3),
+            )
+        return principal
+
+
+def _bearer(scope: Scope) -> str:
+    values: list[bytes] = [v for k, v in scope["headers"] if k == b"authorization"]
+    if not values:
+        raise ApiError("unauthorized", "this endpoint needs an Authorization: Bearer <token> header")
+    if len(values) > 1:
+        # Two credentials are ambiguous, and a proxy and the server might each pick a different one.
+        raise ApiError("unauthorized", "send exactly one Authorization header")
+    scheme, _, token = values[0].decode("latin-1").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError("unauthorized", "the Authorization header must read: Bearer <token>")
+    return token.strip()

@@ -1,0 +1,270 @@
+"""Endpoints: a handler plus what the OpenAPI document says about it, declared together in a router module.
+
+A router module (``memdir.server.routers.*``) lists its `Endpoint`s in ``ENDPOINTS``; the app mounts them and
+the OpenAPI document is generated from the same list, so the two cannot drift apart. Each handler gets a `Call`:
+the request, its authenticated `Principal`, and helpers that apply the API's rules (bounded bodies, checked
+paths, origin headers, store access in a worker thread). A handler never opens a store by itself: `Call.run`
+leases the principal's namespace, the only one the request can reach.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio.to_thread
+from starlette.routing import Route
+
+from ..errors import PathError
+from ..paths import parse
+from ..store._base import Origin
+from ._errors import ApiError, exception_response
+from ._guard import request_info
+from ._wire import HEADER_ACTOR, HEADER_SESSION, HEADER_SOURCE, decode_header
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from ..paths import MemoryPath
+    from ..store import Store
+    from ..tool import ToolResult
+    from ._app import Services
+    from ._auth import Principal
+
+__all__ = ["Call", "Endpoint", "Handler"]
+
+T = TypeVar("T")
+Handler = Callable[["Call"], Awaitable["Response"]]
+
+_LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
+_JSON_TYPES = ("application/json",)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One route: method, Starlette path template, handler, and its OpenAPI description."""
+
+    method: str
+    path: str
+    handler: Handler
+    operation_id: str
+    summary: str
+    tag: str
+    public: bool = False  # served without a token (health, the OpenAPI document)
+    description: str = ""
+    parameters: tuple[dict[str, Any], ...] = ()
+    request_body: dict[str, Any] | None = None
+    responses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()  # error codes particular to this endpoint (the common ones are added)
+
+    @property
+    def openapi_path(self) -> str:
+        return re.sub(r"\{(\w+):\w+\}", r"{\1}", self.path)
+
+    def route(self, services: Services) -> Route:
+        async def endpoint(request: Request) -> Response:
+            request_info(request.scope)["route"] = self.openapi_path
+            try:
+                principal = None if self.public else services.gate.admit(request.scope)
+                return await self.handler(Call(request, principal, services))
+            except Exception as exc:
+                return exception_response(exc)
+
+        return Route(self.path, endpoint, methods=[self.method], name=self.operation_id)
+
+
+class Call:
+    """One request as a handler sees it."""
+
+    def __init__(self, request: Request, principal: Principal | None, services: Services) -> None:
+        self.request = request
+        self._principal = principal
+        self.services = services
+
+    @property
+    def principal(self) -> Principal:
+        if self._principal is None:
+            raise RuntimeError("a public endpoint has no principal")
+        return self._principal
+
+    async def run(self, work: Callable[[Store], T], *, writes: bool = False) -> T:
+        """Run ``work`` on the principal's store in a worker thread (store calls block on disk); ``writes``
+        queues it behind the other writes to the same database first (see `memdir.server._tenants`)."""
+        tenants, namespace = self.services.tenants, self.principal.namespace
+
+        def leased() -> T:
+            with tenants.lease(namespace) as store:
+                return work(store)
+
+        return await self._in_thread(leased, writes)
+
+    async def run_tool(self, origin: Origin, command: object) -> ToolResult:
+        """Run a memory tool command as ``origin`` on the principal's namespace, in a worker thread."""
+        tenants, namespace = self.services.tenants, self.principal.namespace
+
+        def execute() -> ToolResult:
+            with tenants.tool(namespace, origin.actor, origin.session) as tool:
+                return tool.execute(command)
+
+        reads_only = isinstance(command, Mapping) and command.get("command") == "view"
+        return await self._in_thread(execute, not reads_only)
+
+    async def _in_thread(self, work: Callable[[], T], writes: bool) -> T:
+        if not writes:
+            return await anyio.to_thread.run_sync(work)
+        tenants = self.services.tenants
+
+        def exclusive() -> T:
+            with tenants.between_processes():
+                return work()
+
+        async with tenants.write_lock(self.principal.namespace):
+            return await anyio.to_thread.run_sync(exclusive)
+
+    # -- the request's parts ------------------------------------------------------------------------------
+
+    def memory_path(self) -> MemoryPath:
+        """The memory path in the URL after the endpoint's prefix: ``/v1/files/memories/notes.md``."""
+        return parse(self.raw_memory_path())
+
+    def raw_memory_path(self) -> str:
+        """The path as sent, percent-decoded one segment at a time.
+
+        Decoded from the raw URL, not from the router's already-decoded path: a segment holding an encoded
+        separator (``a%2Fb.md``) must stay one segment, which the path rules then refuse, rather than silently
+        become two (``a/b.md``).
+        """
+        raw: bytes = self.request.scope.get("raw_path") or self.request.scope["path"].encode()
+        parts = raw.split(b"/")
+        if b"%" in b"/".join(parts[:3]):  # "/v1/files": the router decoded it; the endpoint is named plainly
+            raise ApiError("invalid_request", "the endpoint part of the URL must not be percent-encoded")
+        whole = raw.decode("utf-8", "replace")
+        return "/" + "/".join(_decode_segment(s, whole) for s in parts[3:])
+
+    def query_int(self, name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+        raw = self.request.query_params.get(name)
+        if raw is None:
+            return default
+        if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
+            bound = f" and at most {maximum}" if maximum is not None else ""
+            raise ApiError(
+                "invalid_request", f"query parameter {name!r} must be an integer of at least {minimum}{bound}"
+            )
+        return int(raw)
+
+    def query_text(self, name: str, *, default: str | None = None, max_chars: int = 1000) -> str | None:
+        """A text query parameter, sent at most once and at most ``max_chars`` long."""
+        values = self.request.query_params.getlist(name)
+        if len(values) > 1:
+            raise ApiError("invalid_request", f"send the query parameter {name!r} at most once")
+        if not values:
+            return default
+        if len(values[0]) > max_chars or "\x00" in values[0]:
+            raise ApiError(
+                "invalid_request", f"query parameter {name!r} must be text of at most {max_chars} characters"
+            )
+        return values[0]
+
+    def query_choice(self, name: str, choices: tuple[str, ...]) -> str:
+        """One of ``choices`` (the first is the default)."""
+        value = self.query_text(name, default=choices[0], max_chars=40)
+        if value is None or value not in choices:
+            raise ApiError("invalid_request", f"query parameter {name!r} must be one of: {', '.join(choices)}")
+        return value
+
+    def query_path(self, name: str) -> MemoryPath | None:
+        """A memory path in a query parameter (``/memories/...``), checked by the path rules."""
+        raw = self.query_text(name, max_chars=4096)
+        return None if raw is None else parse(raw)
+
+    def header(self, name: str) -> str | None:
+        values = self.request.headers.getlist(name)
+        if len(values) > 1:
+            raise ApiError("invalid_request", f"send the {name} header at most once")
+        return values[0] if values else None
+
+    def origin(self, *, actor: str, session: str | None, actors: frozenset[str] | None = None) -> Origin:
+        """Who makes this change: the ``X-Memdir-Actor/-Session/-Source`` headers over the given defaults."""
+        chosen = self._label(HEADER_ACTOR) or actor
+        if actors is not None and chosen not in actors:
+            raise ApiError("invalid_request", f"{HEADER_ACTOR} must be one of: {', '.join(sorted(actors))}")
+        return Origin(chosen, self._label(HEADER_SESSION) or session, self._label(HEADER_SOURCE))
+
+    def _label(self, name: str) -> str | None:
+        raw = self.header(name)
+        if raw is None:
+            return None
+        try:
+            value = decode_header(raw)
+        except UnicodeDecodeError:
+            value = ""
+        if not _LABEL.fullmatch(value):
+            raise ApiError("invalid_request", f"{name} must be 1-256 characters of text (percent-encoded UTF-8)")
+        return value
+
+    async def body(self, limit: int) -> bytes:
+        """The request body, refused once it passes ``limit`` bytes (before it is all read when declared)."""
+        declared = self.request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in self.request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def json(self, limit: int | None = None) -> Any:
+        """The JSON body (``application/json``, at most ``limit`` bytes: by default the server's JSON bound)."""
+        self.require_type(_JSON_TYPES)
+        data = await self.body(limit or self.services.config.max_body_bytes)
+        try:
+            return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        except UnicodeDecodeError as exc:
+            raise ApiError("invalid_request", "the body is not UTF-8") from exc
+        except ValueError as exc:
+            raise ApiError("invalid_request", f"the body is not valid JSON: {_json_reason(exc)}") from exc
+
+    async def json_object(self, limit: int | None = None) -> dict[str, Any]:
+        data = await self.json(limit)
+        if not isinstance(data, dict):
+            raise ApiError("invalid_request", "the body must be a JSON object")
+        return data
+
+    def require_type(self, accepted: tuple[str, ...]) -> None:
+        given = self.request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if given not in accepted:
+            raise ApiError(
+                "unsupported_media_type",
+                f"send the body as {' or '.join(accepted)} (got {given[:80] or 'no Content-Type'})",
+            )
+
+
+def _decode_segment(segment: bytes, whole: str) -> str:
+    try:
+        decoded = urllib.parse.unquote_to_bytes(segment).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PathError(whole, "not_allowed", "it is not UTF-8 once percent-decoded") from exc
+    # An encoded separator stays encoded, so the path rules see (and refuse) it as sent.
+    return segment.decode("ascii", "replace") if "/" in decoded else decoded
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError("payload_too_large", f"the request body is over this endpoint's bound of {limit:,} bytes")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _json_reason(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at position {exc.pos}"
+    return str(exc)

@@ -1,0 +1,238 @@
+"""The HTTP API's wire format, shared by the server and `memdir.RemoteStore`: error codes, JSON shapes, headers.
+
+Kept free of server imports (no Starlette): the client imports it too.
+
+Every error response is ``{"error": {"code": CODE, "message": TEXT, ...}}`` with a code from `ERRORS`. A few codes
+carry more fields: ``conflict`` the file's ``current`` version, ``path_error`` the ``path`` as sent with its
+``kind`` and ``why`` (so a client can rebuild the exact `PathError` the model reads), ``rate_limited`` its
+``retry_after`` seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..archive import version_from_json, version_to_json
+from ..errors import (
+    AlreadyExistsError,
+    ArchiveError,
+    AuthenticationError,
+    ConfigError,
+    ConflictError,
+    CorruptStoreError,
+    EncodingError,
+    HistoryUnavailableError,
+    LimitError,
+    MemdirError,
+    NotADirectoryError_,
+    NotAFileError,
+    NotFoundError,
+    PathError,
+    RateLimitError,
+    StorageError,
+)
+from ..paths import parse
+from ..store._base import Entry, Stat, Usage
+
+if TYPE_CHECKING:
+    from ..store._base import Version
+
+__all__ = [
+    "API_PREFIX",
+    "ERRORS",
+    "HEADER_ACTOR",
+    "HEADER_SESSION",
+    "HEADER_SOURCE",
+    "ErrorCode",
+    "code_for",
+    "decode_header",
+    "encode_header",
+    "entry_from_json",
+    "entry_to_json",
+    "error_from_body",
+    "stat_from_json",
+    "stat_to_json",
+    "usage_to_json",
+    "version_from_json",
+    "version_to_json",
+]
+
+API_PREFIX = "/v1"
+HEADER_ACTOR = "X-Memdir-Actor"
+HEADER_SESSION = "X-Memdir-Session"
+HEADER_SOURCE = "X-Memdir-Source"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    code: str
+    status: int
+    meaning: str
+
+
+ERRORS: dict[str, ErrorCode] = {
+    e.code: e
+    for e in (
+        ErrorCode(
+            "invalid_request", 400, "The request is malformed: bad JSON, a missing or mistyped field or parameter."
+        ),
+        ErrorCode(
+            "path_error", 400, "A memory path the rules refuse (outside /memories, traversal, hidden, too long)."
+        ),
+        ErrorCode("unauthorized", 401, "No bearer token, an unknown one, or a revoked one."),
+        ErrorCode("not_found", 404, "No file, directory, version or content there."),
+        ErrorCode("route_not_found", 404, "No such endpoint."),
+        ErrorCode("method_not_allowed", 405, "The endpoint exists but not with this HTTP method."),
+        ErrorCode("already_exists", 409, "The destination already holds a file or a directory."),
+        ErrorCode("not_a_file", 409, "A file operation met a directory."),
+        ErrorCode("not_a_directory", 409, "The path runs through a file, as if it were a directory."),
+        ErrorCode("history_unavailable", 409, "The store keeps no version history."),
+        ErrorCode("already_decided", 409, "The quarantined write was already approved or rejected."),
+        ErrorCode(
+            "no_longer_applies",
+            409,
+            "The quarantined write no longer applies to the file as it is now; it stays pending.",
+        ),
+        ErrorCode("conflict", 412, "The file is not at the expected version (someone else wrote first)."),
+        ErrorCode("payload_too_large", 413, "The request body is over the server's bound for this endpoint."),
+        ErrorCode("uri_too_long", 414, "The URL (path and query) is over the server's bound."),
+        ErrorCode("unsupported_media_type", 415, "The body's Content-Type is not the one this endpoint takes."),
+        ErrorCode("limit_exceeded", 422, "A size or count limit would be exceeded; nothing was written."),
+        ErrorCode("encoding_error", 422, "Bytes that are not UTF-8 where text is required."),
+        ErrorCode("archive_error", 422, "An archive that cannot be used, or an import that was refused."),
+        ErrorCode("refused", 422, "memdir refused the request for another reason; the message says why."),
+        ErrorCode("rate_limited", 429, "Too many requests with this token; wait Retry-After seconds."),
+        ErrorCode("headers_too_large", 431, "The request headers are over the server's bound."),
+        ErrorCode("internal_error", 500, "An unexpected error; the details are in the server log."),
+        ErrorCode("corrupt_store", 500, "The store's files are damaged; `memdir doctor` can help."),
+        ErrorCode("storage_error", 500, "The store could not complete the operation (disk full, read-only, locked)."),
+    )
+}
+
+# Most specific class first: the first match names the code.
+_CODES_BY_CLASS: tuple[tuple[type[MemdirError], str], ...] = (
+    (CorruptStoreError, "corrupt_store"),
+    (StorageError, "storage_error"),
+    (PathError, "path_error"),
+    (NotFoundError, "not_found"),
+    (AlreadyExistsError, "already_exists"),
+    (NotAFileError, "not_a_file"),
+    (NotADirectoryError_, "not_a_directory"),
+    (ConflictError, "conflict"),
+    (RateLimitError, "rate_limited"),
+    (LimitError, "limit_exceeded"),
+    (EncodingError, "encoding_error"),
+    (HistoryUnavailableError, "history_unavailable"),
+    (ArchiveError, "archive_error"),
+    (AuthenticationError, "unauthorized"),
+    (ConfigError, "invalid_request"),
+)
+
+
+def code_for(exc: MemdirError) -> str:
+    for cls, code in _CODES_BY_CLASS:
+        if isinstance(exc, cls):
+            return code
+    return "refused"
+
+
+_SIMPLE_ERRORS: dict[str, type[MemdirError]] = {
+    "not_found": NotFoundError,
+    "already_exists": AlreadyExistsError,
+    "not_a_file": NotAFileError,
+    "not_a_directory": NotADirectoryError_,
+    "limit_exceeded": LimitError,
+    "payload_too_large": LimitError,
+    "uri_too_long": LimitError,
+    "encoding_error": EncodingError,
+    "history_unavailable": HistoryUnavailableError,
+    "archive_error": ArchiveError,
+    "unauthorized": AuthenticationError,
+    "corrupt_store": CorruptStoreError,
+    "storage_error": StorageError,
+    "refused": MemdirError,
+}
+
+
+def error_from_body(status: int, body: object) -> MemdirError:
+    """The `MemdirError` an error response stands for (what the server raised, rebuilt on the client)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        return StorageError(f"the server answered HTTP {status} without a memdir error")
+    code, message = error["code"], str(error.get("message", ""))
+    if code == "conflict":
+        current = error.get("current")
+        return ConflictError(message, current=current if isinstance(current, int) else None)
+    if code == "path_error":
+        return PathError(str(error.get("path", "")), str(error.get("kind", "not_allowed")), str(error.get("why", "")))
+    if code == "rate_limited":
+        return RateLimitError(message, retry_after=_seconds(error.get("retry_after")))
+    simple = _SIMPLE_ERRORS.get(code)
+    if simple is not None:
+        return simple(message)
+    return StorageError(f"the server refused the request ({code}): {message}")
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return 1.0
+
+
+# -- records as JSON ------------------------------------------------------------------------------------------
+
+
+def stat_to_json(stat: Stat) -> dict[str, Any]:
+    return {
+        "path": stat.path.virtual,
+        "kind": stat.kind,
+        "size": stat.size,
+        "version": stat.version,
+        "sha256": stat.sha256,
+        "modified": stat.modified,
+    }
+
+
+def stat_from_json(data: dict[str, Any]) -> Stat:
+    kind = data["kind"]
+    if kind not in ("file", "dir"):
+        raise ValueError(f"unknown kind {kind!r}")
+    return Stat(parse(data["path"]), kind, int(data["size"]), data["version"], data["sha256"], data["modified"])
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "path": entry.path.virtual,
+        "size": entry.size,
+        "modified": entry.modified,
+        "version": entry.version,
+        "sha256": entry.sha256,
+    }
+
+
+def entry_from_json(data: dict[str, Any]) -> Entry:
+    return Entry(parse(data["path"]), int(data["size"]), float(data["modified"]), int(data["version"]), data["sha256"])
+
+
+def usage_to_json(usage: Usage) -> dict[str, int]:
+    return {"files": usage.files, "bytes": usage.bytes}
+
+
+def versions_to_json(versions: list[Version]) -> dict[str, Any]:
+    return {"versions": [version_to_json(v) for v in versions]}
+
+
+# -- origin headers -------------------------------------------------------------------------------------------
+# Header values are Latin-1 on the wire; an actor, session or source may be any Unicode text, so it travels
+# percent-encoded UTF-8.
+
+
+def encode_header(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def decode_header(value: str) -> str:
+    return urllib.parse.unquote(value, errors="strict")

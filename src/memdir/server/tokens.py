@@ -1,0 +1,150 @@
+"""API tokens: each one opens exactly one namespace of the served store (``memdir token create|list|revoke``).
+
+A token is ``mdt_`` followed by 43 URL-safe characters (32 random bytes): the prefix lets secret scanners and
+people recognise one in a log or a commit. Only its SHA-256 is stored, in the store's auxiliary database
+(`Store.aux`, table ``memdir_tokens``), next to a short public id used to list and revoke it. Whoever reads the
+database learns the namespaces and labels, never a usable token: 256 bits of randomness need no slow hash.
+
+Every request looks its token up again: a revocation takes effect on the next request, in every worker process
+that shares the store, with nothing cached to expire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, NotFoundError
+from ..store._base import check_namespace
+from ..store._migrations import Migrations
+from ..store._sql import translate
+
+if TYPE_CHECKING:
+    from ..store._db import SqlDatabase
+    from ..store._migrations import Schema
+
+__all__ = ["TOKEN_PREFIX", "TokenInfo", "TokenRegistry", "looks_like_token"]
+
+TOKEN_PREFIX = "mdt_"
+_TOKEN = re.compile(r"mdt_[A-Za-z0-9_-]{43}")
+_ID = re.compile(r"[0-9a-f]{12}")
+_MAX_LABEL = 200
+
+migrations = Migrations("memdir-tokens")
+
+
+@migrations("0001-tokens")
+def _create_tokens(schema: Schema) -> None:
+    schema.script(
+        """
+        CREATE TABLE memdir_tokens (
+            id TEXT PRIMARY KEY,
+            sha256 TEXT NOT NULL UNIQUE,
+            namespace TEXT NOT NULL,
+            label TEXT,
+            created REAL NOT NULL,
+            revoked REAL
+        );
+        """
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What is known about a token (never the token itself)."""
+
+    id: str
+    namespace: str
+    label: str | None
+    created: float
+    revoked: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked is None
+
+
+def looks_like_token(text: str) -> bool:
+    """The shape check done before any database work (anything else is refused outright)."""
+    return _TOKEN.fullmatch(text) is not None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+_COLUMNS = "id, namespace, label, created, revoked"
+
+
+def _info(row: tuple[Any, ...]) -> TokenInfo:
+    id_, namespace, label, created, revoked = row
+    return TokenInfo(
+        str(id_), str(namespace), None if label is None else str(label), float(created), _optional_float(revoked)
+    )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+class TokenRegistry:
+    """The tokens kept in one auxiliary database."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self._db = db
+        db.ensure(migrations)
+
+    def create(self, namespace: str, label: str | None = None) -> tuple[str, TokenInfo]:
+        """A new token for ``namespace``: (the token, shown once and never stored, and its record)."""
+        check_namespace(namespace)
+        if label is not None and (len(label) > _MAX_LABEL or not label.isprintable()):
+            raise ConfigError(f"a token label is printable text of at most {_MAX_LABEL} characters")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        info = TokenInfo(secrets.token_hex(6), namespace, label, time.time())
+        with self._db.transaction("create a token") as conn:
+            conn.execute(
+                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created) VALUES (?, ?, ?, ?, ?)",
+                (info.id, _digest(token), info.namespace, info.label, info.created),
+            )
+        return token, info
+
+    def list(self, *, include_revoked: bool = False) -> list[TokenInfo]:
+        where = "" if include_revoked else " WHERE revoked IS NULL"
+        with self._db.reading("list tokens") as conn:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memdir_tokens{where} ORDER BY created, id").fetchall()
+        return [_info(row) for row in rows]
+
+    def revoke(self, token_id: str) -> TokenInfo:
+        """Revoke a token by id (revoking twice is harmless). `NotFoundError` for an unknown id."""
+        if not _ID.fullmatch(token_id):
+            raise NotFoundError(f"no token with id {token_id[:40]!r} (ids are 12 hex digits, see `memdir token list`)")
+        with self._db.transaction("revoke a token") as conn:
+            conn.execute(
+                "UPDATE memdir_tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", (time.time(), token_id)
+            )
+            row = self._row(conn, "id = ?", token_id)
+        if row is None:
+            raise NotFoundError(f"no token with id {token_id!r}")
+        return row
+
+    def verify(self, token: str) -> TokenInfo | None:
+        """The active token's record, or None for anything else (malformed, unknown, revoked)."""
+        if not looks_like_token(token):
+            return None
+        # Looked up by its SHA-256: timing can at most tell an attacker about digests, never about a token.
+        # One statement needs no explicit transaction (this runs on every request).
+        try:
+            info = self._row(self._db.conn, "sha256 = ?", _digest(token))
+        except sqlite3.Error as exc:
+            raise translate(exc, "check a token") from exc
+        return info if info is not None and info.active else None
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, where: str, value: str) -> TokenInfo | None:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM memdir_tokens WHERE {where}", (value,)).fetchone()
+        return None if row is None else _info(row)

@@ -1,0 +1,1 @@
+"""Tests of memdir serve: the HTTP API, MCP over HTTP, tokens, RemoteStore (helpers: ``server.helpers``)."""
