@@ -17,6 +17,12 @@ pytest_plugins = ["backends"]
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("memdir-home")
     monkeypatch.setenv("MEMDIR_HOME", str(home))
-    for name in ("MEMDIR_STORE", "MEMDIR_NAMESPACE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+    for name in (
+        "MEMDIR_STORE",
+        "MEMDIR_NAMESPACE",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "MEMDIR_DISABLE_AUTO_MEMORY",
+    ):
         monkeypatch.delenv(name, raising=False)
     yield home

@@ -11,7 +11,9 @@ from memdir.settings import load_settings
 
 
 def test_project_settings_merge_over_the_users(tmp_path: Path, _isolated_home: Path) -> None:
-    (_isolated_home / "config.toml").write_text('[agent]\nmodel = "user-model"\nmax_turns = 5\n[agent.hooks]\nStop = ["a"]\n')
+    (_isolated_home / "config.toml").write_text(
+        '[agent]\nmodel = "user-model"\nmax_turns = 5\n[agent.hooks]\nStop = ["a"]\n'
+    )
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)
     (project / "memdir.toml").write_text('[agent]\nmodel = "project-model"\n[agent.hooks]\nSessionStart = ["b"]\n')

@@ -13,25 +13,36 @@ the six memory commands with the protocol's exact strings, history for every cha
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    AgentError,
     AlreadyExistsError,
     ArchiveError,
+    AuthenticationError,
     ConfigError,
     ConflictError,
+    ContextOverflowError,
     CorruptStoreError,
     EncodingError,
     HistoryUnavailableError,
     LimitError,
+    MaxTurnsError,
     MemdirError,
+    MissingCredentialsError,
     NotADirectoryError_,
     NotAFileError,
     NotFoundError,
     PathError,
+    PolicyError,
+    ProviderError,
+    RateLimitError,
+    SessionError,
     StorageError,
 )
 from .paths import MemoryPath, parse
-from .policy import Limits
+from .policy import Finding, Limits, WritePolicy, scan
+from .search import SearchHit
 from .store import (
     ANY,
     MISSING,
@@ -50,6 +61,10 @@ from .store import (
 )
 from .tool import MemoryTool, ToolResult
 
+if TYPE_CHECKING:
+    from .agent import Agent, AgentResult, AgentSettings
+    from .store.remote import RemoteStore
+
 __version__ = "0.1.0"
 
 # A library logs, an application decides where logs go: without this, Python's last-resort handler would
@@ -59,35 +74,68 @@ logging.getLogger("memdir").addHandler(logging.NullHandler())
 __all__ = [
     "ANY",
     "MISSING",
+    "Agent",
+    "AgentError",
+    "AgentResult",
+    "AgentSettings",
     "AlreadyExistsError",
     "ArchiveError",
+    "AuthenticationError",
     "ConfigError",
     "ConflictError",
+    "ContextOverflowError",
     "CorruptStoreError",
     "DirectoryStore",
     "EncodingError",
     "Entry",
     "FileData",
+    "Finding",
     "HistoryUnavailableError",
     "LimitError",
     "Limits",
+    "MaxTurnsError",
     "MemdirError",
     "MemoryPath",
     "MemoryStore",
     "MemoryTool",
+    "MissingCredentialsError",
     "NotADirectoryError_",
     "NotAFileError",
     "NotFoundError",
     "Origin",
     "PathError",
+    "PolicyError",
+    "ProviderError",
+    "RateLimitError",
+    "RemoteStore",
     "SQLiteStore",
+    "SearchHit",
+    "SessionError",
     "Stat",
     "StorageError",
     "Store",
     "ToolResult",
     "Usage",
     "Version",
+    "WritePolicy",
     "open_store",
     "parse",
     "register_backend",
+    "scan",
 ]
+
+
+_AGENT = frozenset({"Agent", "AgentResult", "AgentSettings"})
+
+
+def __getattr__(name: str) -> Any:
+    """The agent is imported on first use: `import memdir` (and `memdir --help`) stays fast."""
+    if name in _AGENT:
+        from . import agent
+
+        return getattr(agent, name)
+    if name == "RemoteStore":  # needs httpx: loaded only by programs that talk to a server
+        from .store.remote import RemoteStore
+
+        return RemoteStore
+    raise AttributeError(f"module 'memdir' has no attribute {name!r}")

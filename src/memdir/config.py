@@ -3,7 +3,8 @@
 ``MEMDIR_HOME`` moves everything memdir writes by default (tests point it at a temporary directory);
 otherwise it is the platform's user data directory (``~/.local/share/memdir`` on Linux,
 ``~/Library/Application Support/memdir`` on macOS, ``%LOCALAPPDATA%\\memdir`` on Windows).
-``MEMDIR_STORE`` names the store to use when no ``--store`` is given.
+``MEMDIR_STORE`` names the store to use when no ``--store`` is given; without it the default store is one per
+project (`memdir.project.resolve_store`: the git repository's, under the data directory).
 """
 
 from __future__ import annotations
@@ -24,5 +25,7 @@ def data_dir() -> Path:
 
 
 def default_store_url() -> str:
-    """``MEMDIR_STORE`` if set, else a directory store in the data directory."""
-    return os.environ.get("MEMDIR_STORE") or str(data_dir() / "store")
+    """``MEMDIR_STORE`` if set, else the project's default store (see `memdir.project`)."""
+    from .project import resolve_store  # it reads the settings files, which need this module's data_dir
+
+    return resolve_store().url

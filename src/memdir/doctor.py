@@ -166,10 +166,8 @@ def _check_generic(url: str, report: Report) -> None:
 
 def _damage(path: Path) -> str | None:
     """Why the database at ``path`` is damaged, or None when SQLite finds it sound."""
-    with open(path, "rb") as fh:
-        header = fh.read(16)
-    if header and header != b"SQLite format 3\x00":
-        return "file is not a database"
+    # SQLite reads the header itself: a plain open()/close() here would drop every SQLite lock this process
+    # holds on the file (POSIX closes all of a process's locks on a file with any of its descriptors).
     try:
         with contextlib.closing(_open_readonly(path)) as conn:
             rows = conn.execute("PRAGMA integrity_check").fetchall()

@@ -9,12 +9,21 @@ MemdirError
 ├── NotADirectoryError_    a path goes *through* a file (``/memories/a.md/b.md``)
 ├── ConflictError          a version precondition failed (someone else wrote first)
 ├── LimitError             a size or count limit would be exceeded; nothing was written
+│   └── RateLimitError     a memdir server asks the client to slow down (``retry_after`` seconds)
 ├── EncodingError          bytes that are not UTF-8 where text is required
 ├── HistoryUnavailableError  the store keeps no history (a plain directory store)
 ├── ConfigError            a store URL, namespace or setting that cannot be used
+├── AuthenticationError    a memdir server refused the token (missing, unknown or revoked)
 ├── ArchiveError           an archive that cannot be used (damaged, hostile, another format), or a refused import
-└── StorageError           the backend failed (disk full, read-only, I/O error)
-    └── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
+├── PolicyError            a write the policy refused, or a review that cannot be carried out
+├── StorageError           the backend failed (disk full, read-only, I/O error)
+│   └── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
+└── AgentError             the agent (`memdir run` / `memdir chat`) cannot go on
+    ├── MissingCredentialsError  no API key for the provider; the message names what to set
+    ├── ProviderError            the model's API failed or refused the request (after the SDK's retries)
+    ├── MaxTurnsError            the tool loop reached --max-turns without a final answer
+    ├── ContextOverflowError     compaction could not bring the context under the limit
+    └── SessionError             a session to resume is unknown or unreadable
 ```
 
 Two places present these errors: the memory tool turns them into ``is_error`` results in SPEC.md's words,
@@ -28,19 +37,28 @@ from __future__ import annotations
 import errno
 
 __all__ = [
+    "AgentError",
     "AlreadyExistsError",
     "ArchiveError",
+    "AuthenticationError",
     "ConfigError",
     "ConflictError",
+    "ContextOverflowError",
     "CorruptStoreError",
     "EncodingError",
     "HistoryUnavailableError",
     "LimitError",
+    "MaxTurnsError",
     "MemdirError",
+    "MissingCredentialsError",
     "NotADirectoryError_",
     "NotAFileError",
     "NotFoundError",
     "PathError",
+    "PolicyError",
+    "ProviderError",
+    "RateLimitError",
+    "SessionError",
     "StorageError",
     "storage_error_from_os",
 ]
@@ -113,6 +131,16 @@ class LimitError(MemdirError):
     """A configured limit would be exceeded. Nothing was written."""
 
 
+class RateLimitError(LimitError):
+    """A memdir server refused a request because its token sent too many; nothing was done.
+
+    ``retry_after`` is how many seconds the server asked the client to wait."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class EncodingError(MemdirError):
     """Content that should be UTF-8 text is not."""
 
@@ -125,8 +153,16 @@ class ConfigError(MemdirError):
     """A store URL, namespace or setting that cannot be used."""
 
 
+class AuthenticationError(MemdirError):
+    """A memdir server refused the bearer token: none was given, it is unknown, or it was revoked."""
+
+
 class ArchiveError(MemdirError):
     """An archive that cannot be used (damaged, hostile, or for another format), or an import refused."""
+
+
+class PolicyError(MemdirError):
+    """A write the write policy refused, or a quarantined write that cannot be approved or rejected."""
 
 
 class StorageError(MemdirError):
@@ -135,6 +171,34 @@ class StorageError(MemdirError):
 
 class CorruptStoreError(StorageError):
     """The backend's files are damaged. Nothing was changed; `memdir doctor` reports and repairs."""
+
+
+class AgentError(MemdirError):
+    """The agent cannot go on. The message is one line, fit to show on stderr."""
+
+
+class MissingCredentialsError(AgentError):
+    """The provider needs an API key that is not set; the message names the variable to set."""
+
+
+class ProviderError(AgentError):
+    """The model's API failed or refused a request, after the SDK's own retries."""
+
+
+class MaxTurnsError(AgentError):
+    """The tool loop used its turns (``max_turns``) without the model giving a final answer."""
+
+    def __init__(self, message: str, *, turns: int) -> None:
+        super().__init__(message)
+        self.turns = turns
+
+
+class ContextOverflowError(AgentError):
+    """Compaction could not bring the context under its limit (one message is too large on its own)."""
+
+
+class SessionError(AgentError):
+    """A session transcript that cannot be found or read."""
 
 
 _ERRNO_TEXT = {

@@ -15,6 +15,7 @@ win over both files. Command-line tools report a malformed file in one line (`Co
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -25,7 +26,15 @@ import platformdirs
 
 from .errors import ConfigError
 
-__all__ = ["PROJECT_FILE", "Settings", "find_project_root", "load_settings", "user_config_path"]
+__all__ = [
+    "MEMORY_KEYS",
+    "PROJECT_FILE",
+    "Settings",
+    "find_project_root",
+    "load_settings",
+    "memory_table",
+    "user_config_path",
+]
 
 PROJECT_FILE = "memdir.toml"
 
@@ -84,15 +93,58 @@ class Settings:
 def load_settings(cwd: Path | None = None) -> Settings:
     user_path = user_config_path()
     project_path = _project_config_path(cwd)
+    user_file = user_path if user_path.is_file() else None
     return Settings(
-        user=_read(user_path) if user_path.is_file() else {},
+        user=_read(user_file) if user_file is not None else {},
         project=_read(project_path) if project_path is not None else {},
-        user_path=user_path if user_path.is_file() else None,
+        user_path=user_file,
         project_path=project_path,
     )
 
 
+MEMORY_KEYS: dict[str, type] = {
+    "auto_memory": bool,  # index warnings, `modified:` upkeep, index upkeep (memdir.automemory)
+    "index_upkeep": bool,  # the MEMORY.md line of a topic file created, renamed or deleted through the tool
+    "location": str,  # the default store: an absolute or ~/ path (memdir.project)
+    "allow_outside_project": bool,  # user file only: let a project file point memory outside the project
+}
+
+
+def memory_table(values: dict[str, Any], where: Path | None) -> dict[str, Any]:
+    """The ``[memory]`` table of one settings file, checked: `ConfigError` names the key and the file."""
+    table = values.get("memory", {})
+    shown = f"[memory] in {where}" if where is not None else "[memory]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"settings: {shown} must be a table")
+    for key, value in table.items():
+        kind = MEMORY_KEYS.get(key)
+        if kind is None:
+            raise ConfigError(f"{shown}: unknown key {key!r} (known: {', '.join(sorted(MEMORY_KEYS))})")
+        if not isinstance(value, kind):
+            raise ConfigError(f"{shown}: {key!r} must be a {'boolean' if kind is bool else 'string'}, got {value!r}")
+    return table
+
+
+# Parsed files by (path, mtime, size): every MemoryTool reads the [policy] table when it is made, and a server
+# makes many; a file is parsed again only when it changed.
+_PARSED: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
 def _read(path: Path) -> dict[str, Any]:
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] == key:
+        return copy.deepcopy(cached[1])
+    parsed = _parse(path)
+    _PARSED[path] = (key, parsed)
+    return copy.deepcopy(parsed)
+
+
+def _parse(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

@@ -19,6 +19,7 @@ import anyio.to_thread
 
 from ._format import human_size, number_lines, split_lines
 from ._gc import paused
+from .automemory import AutoMemory, AutoMemoryConfig, load_auto_memory
 from .errors import (
     AlreadyExistsError,
     CorruptStoreError,
@@ -31,10 +32,14 @@ from .errors import (
     StorageError,
 )
 from .paths import MemoryPath, parse
+from .policy.guard import Guard, Held, Refused, audited, current, note
 from .policy.limits import Limits
-from .store._base import ANY, MISSING, Entry, FileData, Origin, Store, Usage
+from .store._base import ANY, MISSING, Entry, FileData, Origin, Stat, Store, Usage
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
+    from .policy.pipeline import Screened, WritePolicy
     from .store._base import Op
 
 __all__ = ["COMMANDS", "MemoryTool", "ToolResult"]
@@ -61,6 +66,9 @@ class ToolResult:
         return list(self.content) if self.content else [{"type": "text", "text": self.text}]
 
 
+_Change = Callable[[str], tuple[str, tuple[int, int]]]  # an edit: old text -> (new text, the changed region)
+
+
 class _Refusal(Exception):
     """A command refused with a finished message (internal: becomes an error result)."""
 
@@ -77,8 +85,20 @@ class MemoryTool:
     """The six memory commands over ``store``.
 
     ``limits`` (or the same names as keyword options, e.g. ``max_file_bytes=50_000``) bound what one
-    command may do. ``actor``/``session`` are recorded on every version this tool writes.
-    ``create_overwrites=True`` lets ``create`` replace an existing file (history keeps the old content).
+    command may do. ``actor``/``session``/``source`` are recorded on every version this tool writes (a
+    ``source`` starting with ``untrusted``, e.g. ``untrusted-context``, marks content that may carry injected
+    instructions). ``create_overwrites=True`` lets ``create`` replace an existing file (history keeps the old
+    content).
+
+    ``policy`` screens every write before it is committed (`memdir.policy.WritePolicy`; default: the
+    ``[policy]`` settings for the store's namespace, which default to redacting secrets and warning about
+    injected instructions). ``audit=False`` keeps this tool's commands out of the audit log; ``channel`` names
+    the way in (``tool``, ``review``...) in it. Close the tool (or use it as a context manager) to flush the
+    audit log's buffered reads.
+
+    ``auto_memory`` (`memdir.automemory`): the MEMORY.md index's size warnings, ``modified:`` in notes'
+    frontmatter and index upkeep; a bool or an `AutoMemoryConfig`, by default the ``[memory]`` settings and
+    ``MEMDIR_DISABLE_AUTO_MEMORY``. It only adds notes after SPEC.md's result line.
     """
 
     def __init__(
@@ -88,25 +108,66 @@ class MemoryTool:
         limits: Limits | None = None,
         actor: str = "model",
         session: str | None = None,
+        source: str | None = None,
         create_overwrites: bool = False,
+        policy: WritePolicy | None = None,
+        audit: bool = True,
+        channel: str = "tool",
+        auto_memory: bool | AutoMemoryConfig | None = None,
         **options: Any,
     ) -> None:
         if limits is not None and options:
             raise TypeError("pass either limits= or individual limit options, not both")
         self.store = store
         self.limits = limits or Limits.from_options(options)
-        self.origin = Origin(actor=actor, session=session)
         self.create_overwrites = create_overwrites
+        if policy is None:
+            from .policy.config import load_policy  # reads the settings files: only when no policy is given
+
+            policy = load_policy(store.namespace).write
+        self.guard = Guard(store, policy, Origin(actor, session, source), audit=audit, channel=channel)
+        self.auto = _auto_memory(store, auto_memory, self.limits)
+
+    @property
+    def origin(self) -> Origin:
+        """Who this tool's changes are recorded as. Assignable: an agent marks a turn that read a web page with
+        ``tool.origin = dataclasses.replace(tool.origin, source="untrusted-context")``."""
+        return self.guard.origin
+
+    @origin.setter
+    def origin(self, value: Origin) -> None:
+        self.guard.origin = value
+
+    def close(self) -> None:
+        """Flush this tool's audit records (the store stays open: it is the caller's)."""
+        self.guard.close()
+
+    def __enter__(self) -> MemoryTool:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     # -- entry points -------------------------------------------------------------------------------------
 
     def execute(self, command: Mapping[str, Any] | object) -> ToolResult:
-        """Run one command. Never raises."""
+        """Run one command. Never raises. Every command is recorded in the audit log."""
+        token = self.guard.begin(command)
+        result = self._run(command)
+        try:
+            self.guard.end(token, result.is_error)
+        except Exception:  # the audit log must never break the command it records
+            log.exception("memory tool: could not record the command in the audit log")
+        return result
+
+    def _run(self, command: Mapping[str, Any] | object) -> ToolResult:
         raw_name = command.get("command") if isinstance(command, Mapping) else None
         name = raw_name[:40] if isinstance(raw_name, str) else "?"
         try:
             return self._dispatch(command)
-        except _Refusal as refusal:
+        except (_Refusal, Refused) as refusal:
             return _error(refusal.text)
         except PathError as exc:
             return _error(exc.tool_text())
@@ -129,6 +190,12 @@ class MemoryTool:
 
     def _dispatch(self, raw: Mapping[str, Any] | object) -> ToolResult:
         args = _Args.of(raw)
+        if self.auto is None:
+            return self._command(args)
+        # Auto memory's seam around a command: index upkeep and the index's size, as notes after the result.
+        return self.auto.run(args.command, args.values, lambda: self._command(args), self.origin)
+
+    def _command(self, args: _Args) -> ToolResult:
         command = args.command
         if command == "view":
             return self.view(args.text("path"), args.raw("view_range"))
@@ -147,6 +214,7 @@ class MemoryTool:
 
     # -- view ---------------------------------------------------------------------------------------------
 
+    @audited
     def view(self, path: str, view_range: object = None) -> ToolResult:
         target = parse(path)
         missing = _error(f"The path {path} does not exist. Please provide a valid path.")
@@ -161,6 +229,7 @@ class MemoryTool:
             return missing
         except PathError as exc:  # a symlink met on the way: name the path as sent, as the other commands do
             return _error(PathError(path, exc.kind, exc.why).tool_text())
+        current().read(data.content, data.version)
         image = self._image(path, target, data)
         return image if image is not None else self._file_view(path, data, view_range)
 
@@ -230,36 +299,49 @@ class MemoryTool:
 
     # -- create -------------------------------------------------------------------------------------------
 
+    @audited
     def create(self, path: str, file_text: str) -> ToolResult:
         target = parse(path)
-        content = self._encode_within_limit(file_text, "file_text")
+        self._encode_within_limit(file_text, "file_text")  # an oversize text is refused before it is scanned
         exists = _error(f"Error: File {path} already exists")
         if target.is_root:
             return exists
+        screened = self._screen(path, file_text)
+        content = self._encode_within_limit(screened.text, "file_text")
         try:
             self._check_namespace(1, len(content))
             expect = ANY if self.create_overwrites else MISSING
-            op: Op = "write" if self.create_overwrites and self.store.stat(target) else "create"
-            self.store.write(target, content, expect=expect, origin=self.origin, op=op)
+            before = self.store.stat(target) if self.create_overwrites or screened.outcome == "quarantine" else None
+            if screened.outcome == "quarantine":
+                return self._hold_create(path, screened, before)
+            op: Op = "write" if self.create_overwrites and before else "create"
+            version = self.store.write(target, content, expect=expect, origin=self.origin, op=op)
         except (AlreadyExistsError, NotAFileError):
             return exists
         except NotADirectoryError_ as exc:
             return _error(f"Error: Cannot create {path}: {_blocker(exc)} is a file, not a directory")
         except PathError as exc:
             return _error(PathError(path, exc.kind, exc.why).tool_text())
-        return ToolResult(f"File created successfully at: {path}")
+        current().wrote(content, version.version)
+        return ToolResult(f"File created successfully at: {path}" + note(screened))
+
+    def _hold_create(self, path: str, screened: Screened, before: Stat | None) -> ToolResult:
+        if before is not None and (before.kind == "dir" or not self.create_overwrites):
+            raise AlreadyExistsError(path)  # the command would fail anyway: say so rather than hold it
+        command = {"command": "create", "path": path, "file_text": screened.text}
+        return ToolResult(self.guard.hold(path, command, Held(screened, before.sha256 if before else None)))
 
     # -- str_replace --------------------------------------------------------------------------------------
 
+    @audited
     def str_replace(self, path: str, old_str: str, new_str: str) -> ToolResult:
         target = parse(path)
         if old_str == "":
             return _error("Error: Parameter `old_str` of command `str_replace` must not be empty.")
         _encodable(old_str, "old_str")
         _encodable(new_str, "new_str")
-        snippet: list[str] = []
 
-        def change(text: str) -> str:
+        def change(text: str) -> tuple[str, tuple[int, int]]:
             found = _occurrences(text, old_str)
             if not found:
                 raise _Refusal(f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}.")
@@ -270,23 +352,30 @@ class MemoryTool:
                     f"{numbers}. Please ensure it is unique"
                 )
             new_text = text[: found[0]] + new_str + text[found[0] + len(old_str) :]
-            snippet.extend(_snippet(new_text, text.count("\n", 0, found[0]), new_str.count("\n")))
-            return new_text
+            return new_text, (found[0], found[0] + len(new_str))
 
         missing = f"Error: The path {path} does not exist. Please provide a valid path."
-        self._edit(target, path, change, "str_replace", missing)
+        try:
+            screened = self._edit(target, path, change, "str_replace", missing)
+        except Held as held:
+            command = {"command": "str_replace", "path": path, "old_str": old_str, "new_str": new_str}
+            return ToolResult(self.guard.hold(path, command, held))
+        text, (start, end) = screened.text, screened.region
+        snippet = _snippet(text, text.count("\n", 0, start), text.count("\n", start, end))
         return ToolResult(
             "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
             + "\n".join(snippet)
+            + note(screened)
         )
 
     # -- insert -------------------------------------------------------------------------------------------
 
+    @audited
     def insert(self, path: str, insert_line: int, insert_text: str) -> ToolResult:
         target = parse(path)
         _encodable(insert_text, "insert_text")
 
-        def change(text: str) -> str:
+        def change(text: str) -> tuple[str, tuple[int, int]]:
             lines = split_lines(text)
             if not 0 <= insert_line <= len(lines):
                 raise _Refusal(
@@ -295,13 +384,19 @@ class MemoryTool:
                 )
             # The inserted text becomes whole lines: one trailing newline ends the block, it adds no line.
             block = insert_text[:-1] if insert_text.endswith("\n") else insert_text
-            return "\n".join([*lines[:insert_line], block, *lines[insert_line:]]) + "\n"
+            start = len("\n".join(lines[:insert_line])) + (1 if insert_line else 0)
+            return "\n".join([*lines[:insert_line], block, *lines[insert_line:]]) + "\n", (start, start + len(block))
 
-        self._edit(target, path, change, "insert", f"Error: The path {path} does not exist")
-        return ToolResult(f"The file {path} has been edited.")
+        try:
+            screened = self._edit(target, path, change, "insert", f"Error: The path {path} does not exist")
+        except Held as held:
+            command = {"command": "insert", "path": path, "insert_line": insert_line, "insert_text": insert_text}
+            return ToolResult(self.guard.hold(path, command, held))
+        return ToolResult(f"The file {path} has been edited." + note(screened))
 
     # -- delete -------------------------------------------------------------------------------------------
 
+    @audited
     def delete(self, path: str) -> ToolResult:
         target = parse(path)
         if target.is_root:
@@ -316,6 +411,7 @@ class MemoryTool:
 
     # -- rename -------------------------------------------------------------------------------------------
 
+    @audited
     def rename(self, old_path: str, new_path: str) -> ToolResult:
         source, dest = parse(old_path), parse(new_path)
         if source.is_root:
@@ -337,25 +433,39 @@ class MemoryTool:
 
     # -- shared -------------------------------------------------------------------------------------------
 
-    def _edit(self, target: MemoryPath, path: str, change: Callable[[str], str], op: Op, missing: str) -> None:
-        """Apply ``change`` (old text -> new text) atomically; the limits are checked before anything is
-        written. The namespace's usage is read first: a store reads nothing else inside its write lock."""
+    def _edit(self, target: MemoryPath, path: str, change: _Change, op: Op, missing: str) -> Screened:
+        """Apply ``change`` (old text -> new text and the changed region) atomically, after the write policy
+        and the limits: nothing is written when either refuses (`Held` propagates for a quarantined edit). The
+        namespace's usage is read first: a store reads nothing else inside its write lock."""
         if target.is_root:
             raise _Refusal(missing)
         usage = self.store.usage() if self.limits.max_total_bytes is not None else None
+        result: list[Screened] = []
 
-        def apply(current: FileData) -> bytes:
-            content = self._encode_within_limit(change(_decode(path, current.content)), "the edited file")
+        def apply(before: FileData) -> bytes:
+            screened = self._screen(path, *change(_decode(path, before.content)))
+            if screened.outcome == "quarantine":
+                raise Held(screened, before.sha256)
+            content = self._encode_within_limit(screened.text, "the edited file")
             if usage is not None:
-                self._check_namespace(0, len(content) - len(current.content), usage)
+                self._check_namespace(0, len(content) - len(before.content), usage)
+            result[:] = [screened]
+            current().wrote(content, None)
             return content
 
         try:
-            self.store.update(target, apply, origin=self.origin, op=op)
+            current().version = self.store.update(target, apply, origin=self.origin, op=op).version
         except (NotFoundError, NotAFileError, NotADirectoryError_):
             raise _Refusal(missing) from None
         except PathError as exc:
             raise _Refusal(PathError(path, exc.kind, exc.why).tool_text()) from None
+        return result[0]
+
+    def _screen(self, path: str, text: str, region: tuple[int, int] | None = None) -> Screened:
+        """A write's final text: screened by the write policy, then (auto memory's seam for content)
+        ``modified:`` set in a note's frontmatter, so the stamp is part of the same version."""
+        screened = self.guard.screen(path, text, region)
+        return self.auto.stamp(path, screened) if self.auto is not None else screened
 
     def _encode_within_limit(self, text: str, what: str) -> bytes:
         content = _encodable(text, what)
@@ -383,6 +493,14 @@ class MemoryTool:
                 f"Error: The memory directory would hold {human_size(usage.bytes + added_bytes)}, over the limit "
                 f"of {human_size(max_bytes)}. Nothing was written; delete or shorten files you no longer need."
             )
+
+
+def _auto_memory(store: Store, option: bool | AutoMemoryConfig | None, limits: Limits) -> AutoMemory | None:
+    """Auto memory as the option says: None reads the settings (and the environment), a bool forces it."""
+    if option is False:
+        return None
+    config = load_auto_memory() if option is None else AutoMemoryConfig() if option is True else option
+    return AutoMemory(store, config, max_file_bytes=limits.max_file_bytes) if config.enabled else None
 
 
 def _on_side(raw: str, dest: MemoryPath) -> bool:
@@ -413,6 +531,10 @@ class _Args:
             shown = command if isinstance(command, str) else json.dumps(command, default=str)
             raise _Refusal(f"Error: Unknown command `{shown[:100]}`. Use one of: {choices}.")
         return cls(command, raw)
+
+    @property
+    def values(self) -> Mapping[str, Any]:
+        return self._values
 
     def raw(self, name: str) -> object:
         return self._values.get(name)

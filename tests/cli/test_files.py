@@ -90,12 +90,12 @@ def test_cat_prints_the_bytes_exactly(run: Run, sqlite_url: str, opened: Store) 
 
 def test_history_is_newest_first_and_follows_renames(run: Run, sqlite_url: str, seeded: Store) -> None:
     assert run("history", "/memories/lists/todo.md", store=sqlite_url).stdout == (
-        f"4\t2023-11-14T22:17:20Z\trename\tuser\t-\t5\t{MILK[:12]}\t/memories/todo.md\n"
-        f"3\t2023-11-14T22:16:20Z\tcreate\tuser\t-\t5\t{MILK[:12]}\t-\n"
+        f"4\t2023-11-14T22:17:20Z\trename\tuser\t-\t5\t{MILK[:12]}\t/memories/todo.md\t-\n"
+        f"3\t2023-11-14T22:16:20Z\tcreate\tuser\t-\t5\t{MILK[:12]}\t-\t-\n"
     )
     assert run("history", "/memories/old.md", store=sqlite_url).stdout == (
-        "6\t2023-11-14T22:19:20Z\tdelete\tmodel\ts-1\t0\t-\t-\n"
-        f"5\t2023-11-14T22:18:20Z\tcreate\tmodel\ts-1\t5\t{GONE[:12]}\t-\n"
+        "6\t2023-11-14T22:19:20Z\tdelete\tmodel\ts-1\t0\t-\t-\t-\n"
+        f"5\t2023-11-14T22:18:20Z\tcreate\tmodel\ts-1\t5\t{GONE[:12]}\t-\t-\n"
     )
 
 
@@ -103,9 +103,9 @@ def test_history_on_a_terminal(run: Run, sqlite_url: str, seeded: Store, monkeyp
     monkeypatch.setattr("memdir.cli._files.stdout_is_tty", lambda: True)
     lines = [line.rstrip() for line in run("history", "/memories/notes.md", store=sqlite_url).stdout.splitlines()]
     assert lines == [
-        " Version  Time                  Op           Actor  Session  Size  SHA-256       Renamed from",
-        f" 2        2023-11-14T22:15:20Z  str_replace  model  s-2      10B   {NOTES_2[:12]}  -",
-        f" 1        2023-11-14T22:14:20Z  create       model  s-1      8B    {NOTES_1[:12]}  -",
+        " Version  Time                  Op           Actor  Session  Size  SHA-256       Renamed from  Source",
+        f" 2        2023-11-14T22:15:20Z  str_replace  model  s-2      10B   {NOTES_2[:12]}  -             -",
+        f" 1        2023-11-14T22:14:20Z  create       model  s-1      8B    {NOTES_1[:12]}  -             -",
     ]
 
 

@@ -13,7 +13,8 @@ COMMANDS = sorted(cli.commands)
 
 def test_the_command_set() -> None:
     assert COMMANDS == [
-        "cat", "diff", "doctor", "export", "history", "import", "ls", "mcp", "restore", "show", "tool", "where"
+        "audit", "cat", "chat", "diff", "doctor", "export", "gc", "history", "import", "init", "ls", "mcp", "reindex",
+        "restore", "review", "run", "scan", "search", "serve", "sessions", "show", "token", "tool", "verify", "where"
     ]  # fmt: skip
 
 

@@ -30,7 +30,15 @@ pytestmark = pytest.mark.anyio
 
 LISTING = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items and node_modules:"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(40))
-TOOLS = ["memory_view", "memory_create", "memory_str_replace", "memory_insert", "memory_delete", "memory_rename"]
+TOOLS = [
+    "memory_view",
+    "memory_create",
+    "memory_str_replace",
+    "memory_insert",
+    "memory_delete",
+    "memory_rename",
+    "memory_search",
+]
 
 
 def memdir_command(*args: str) -> list[str]:
@@ -121,7 +129,7 @@ async def test_initialize_names_the_server_and_gives_the_memory_protocol(client:
     assert "ASSUME INTERRUPTION" in INSTRUCTIONS
 
 
-async def test_the_six_tools_with_titles_and_annotations(client: Client) -> None:
+async def test_the_tools_with_titles_and_annotations(client: Client) -> None:
     listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert sorted(listed) == sorted(TOOLS)
     hints = {
@@ -141,6 +149,7 @@ async def test_the_six_tools_with_titles_and_annotations(client: Client) -> None
         "memory_insert": ("Insert into memory file", False, True, False, False),
         "memory_delete": ("Delete memory", False, True, True, False),
         "memory_rename": ("Rename memory", False, False, True, False),
+        "memory_search": ("Search memory", True, False, True, False),
     }
     assert all(tool.description for tool in listed.values())
 
@@ -161,6 +170,7 @@ async def test_input_schemas_say_types_and_what_is_required(client: Client) -> N
         ),
         "memory_delete": ({"path": "string"}, ["path"]),
         "memory_rename": ({"old_path": "string", "new_path": "string"}, ["old_path", "new_path"]),
+        "memory_search": ({"query": "string", "limit": "integer", "path_prefix": "string"}, ["query"]),
     }
     view_range = schemas["memory_view"]["properties"]["view_range"]
     assert (view_range["items"], view_range["minItems"], view_range["maxItems"]) == ({"type": "integer"}, 2, 2)
@@ -412,7 +422,7 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert replies[1]["result"]["serverInfo"]["name"] == "memdir"
-    assert len(replies[2]["result"]["tools"]) == 6
+    assert len(replies[2]["result"]["tools"]) == len(TOOLS)
     assert replies[3]["result"] == {
         "content": [{"type": "text", "text": LISTING.format("/memories") + "\n0B\t/memories"}],
         "isError": False,
@@ -422,7 +432,10 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("bogus:x", "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, memory:, sqlite:"),
+        (
+            "bogus:x",
+            "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, http:, https:, memory:, sqlite:",
+        ),
         ("{file}", "Error: could not create the store: not a directory"),
         # Opens, but cannot be read: found by the check run_stdio makes before serving.
         ("{broken}", "Error: could not open the store: its root has been replaced by a link or a file"),
@@ -473,3 +486,39 @@ async def test_build_server_takes_a_session_and_core_options() -> None:
         assert too_big.is_error
         assert text_of(too_big).startswith("Error: The file would be 11 bytes, over the limit of 10 bytes")
     assert {(v.actor, v.session) for v in store.history(parse("/memories/a.md"))} == {("model", "s-1")}
+
+
+# -- memory_search ---------------------------------------------------------------------------------------------
+
+
+async def test_search_finds_the_passage_in_exact_text(client: Client, base: str) -> None:
+    await create(client, f"{base}/acme.md", "# Acme\nprefers email follow-ups\n")
+    text = await ok(client, "memory_search", query="email follow-ups", path_prefix=base)
+    head, _, rest = text.partition("\n\n")
+    assert head.startswith("1 passage matching 'email follow-ups', best first.")
+    first, passage = rest.split("\n", 1)
+    assert first.startswith(f"{base}/acme.md (lines 1-2, score ")
+    assert passage == "     1\t# Acme\n     2\tprefers email follow-ups"
+
+
+async def test_search_sees_edits_and_deletes(client: Client, base: str) -> None:
+    await create(client, f"{base}/a.md", "walnut cake\n")
+    await ok(client, "memory_str_replace", path=f"{base}/a.md", old_str="walnut", new_str="carrot")
+    assert "carrot cake" in await ok(client, "memory_search", query="carrot", path_prefix=base)
+    await ok(client, "memory_delete", path=f"{base}/a.md")
+    assert (await ok(client, "memory_search", query="carrot walnut", path_prefix=base)).startswith("No memory matches")
+
+
+async def test_search_errors_are_tool_errors(client: Client) -> None:
+    assert await err(client, "memory_search") == (
+        "Error: Missing required parameter `query` (a non-empty string) for memory_search."
+    )
+    assert await err(client, "memory_search", query="x", limit=0) == (
+        "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."
+    )
+    assert await err(client, "memory_search", query="x", path_prefix="/etc") == (
+        "Error: Path must start with /memories, got: /etc"
+    )
+    assert await err(client, "memory_search", query='" OR NEAR(', limit="3") == (
+        "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."
+    )

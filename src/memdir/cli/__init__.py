@@ -144,7 +144,7 @@ def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
     envvar="MEMDIR_STORE",
     metavar="URL",
     help="Store to use: a directory path, file:PATH, sqlite:PATH or memory:. "
-    "[env MEMDIR_STORE; default: a directory store in the user data dir]",
+    "[env MEMDIR_STORE; default: the git repository's own store in the user data dir; see `memdir where`]",
 )
 @click.option(
     "--namespace",
@@ -211,14 +211,27 @@ def mcp(state: Context) -> None:
 
 @cli.command()
 @pass_context
+@fail_cleanly
 def where(state: Context) -> None:
-    """Print the URL of the store memdir would use.
+    """Print the store memdir would use here, and why (on stderr).
+
+    Without --store or MEMDIR_STORE each git repository has its own store (worktrees and subdirectories
+    share it); [memory] location in the settings moves it.
 
     Example:
 
-        MEMDIR_STORE=sqlite:///tmp/memory.db memdir where
+        memdir where
     """
-    click.echo(state.url)
+    from ..project import resolve_store
+
+    if state.store_url is not None:
+        from_env = os.environ.get("MEMDIR_STORE") == state.store_url
+        url, reason = state.store_url, "MEMDIR_STORE is set" if from_env else "--store was given"
+    else:
+        choice = resolve_store()
+        url, reason = choice.url, choice.reason
+    click.echo(url)
+    click.echo(f"({reason})", err=True)
 
 
 def main() -> None:
@@ -226,4 +239,4 @@ def main() -> None:
 
 
 # The commands register themselves on `cli` when imported (they need `cli` and the helpers above first).
-from . import _admin, _files  # noqa: E402, F401
+from . import _admin, _agent, _files, _safety, _search, _serve  # noqa: E402, F401

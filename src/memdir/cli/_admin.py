@@ -10,6 +10,7 @@ import click
 
 from ..archive import export_namespace, import_namespace
 from ..doctor import diagnose
+from ..policy.audit import record_cli
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import plural
 
@@ -38,6 +39,7 @@ def export_(state: Context, file: str, overwrite: bool) -> None:
     """
     with _progress("Exporting") as progress:
         summary = export_namespace(state.store(), file, overwrite=overwrite, progress=progress)
+    record_cli(state.store(), "export", "/memories")
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Exported namespace {summary.namespace!r} to {file}: {files}, {versions}.")
 
@@ -58,6 +60,7 @@ def import_(state: Context, file: str) -> None:
     store = state.store()
     with _progress("Importing") as progress:
         summary = import_namespace(store, file, progress=progress)
+    record_cli(store, "import", "/memories")
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Imported {file} into namespace {store.namespace!r}: {files}, {versions}.")
 

@@ -10,6 +10,7 @@ import click
 from ..archive import version_to_json
 from ..errors import NotAFileError, NotFoundError
 from ..paths import parse
+from ..policy.audit import record_cli
 from ..store import Origin, Stat
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, iso, print_rows, size, stdout_is_tty, version_number, write_bytes
@@ -34,6 +35,7 @@ def ls(state: Context, path: str, as_json: bool) -> None:
         memdir ls /memories/projects
     """
     stats = file_stats(state.store(), parse(path))
+    record_cli(state.store(), "ls", parse(path).virtual)
     if as_json:
         echo_json([_stat_json(s) for s in stats])
         return
@@ -53,7 +55,9 @@ def cat(state: Context, path: str) -> None:
 
         memdir cat /memories/notes.md
     """
-    write_bytes(state.store().read(parse(path)).content)
+    data = state.store().read(parse(path))
+    record_cli(state.store(), "cat", data.path.virtual, content=data.content, version=data.version)
+    write_bytes(data.content)
 
 
 @cli.command()
@@ -64,23 +68,26 @@ def cat(state: Context, path: str) -> None:
 def history(state: Context, path: str, as_json: bool) -> None:
     """List the versions of a file, newest first.
 
-    The history follows the file back through renames and past deletions.
+    The history follows the file back through renames and past deletions. Columns: version, time, operation,
+    actor, session, size, SHA-256, where a rename came from, and the source of the content when known.
 
     Example:
 
         memdir history /memories/notes.md
     """
     versions = state.store().history(parse(path))[::-1]
+    record_cli(state.store(), "history", parse(path).virtual)
     if as_json:
         echo_json([{**version_to_json(v), "time": iso(v.timestamp)} for v in versions])
         return
     tty = stdout_is_tty()
     rows = [
         (str(v.version), iso(v.timestamp), v.op, v.actor, v.session or "-", size(v.size, tty),
-         (v.sha256 or "-")[:12], v.old_path.virtual if v.old_path else "-")
+         (v.sha256 or "-")[:12], v.old_path.virtual if v.old_path else "-", v.source or "-")
         for v in versions
     ]  # fmt: skip
-    print_rows(("Version", "Time", "Op", "Actor", "Session", "Size", "SHA-256", "Renamed from"), rows, tty)
+    headers = ("Version", "Time", "Op", "Actor", "Session", "Size", "SHA-256", "Renamed from", "Source")
+    print_rows(headers, rows, tty)
 
 
 @cli.command()
@@ -97,7 +104,9 @@ def show(state: Context, spec: str) -> None:
     raw, _, number = spec.rpartition("@")
     if not raw:
         raise click.ClickException(f"expected PATH@VERSION, e.g. /memories/notes.md@3, got: {spec}")
-    write_bytes(state.store().read_version(parse(raw), version_number(number)))
+    content = state.store().read_version(parse(raw), version_number(number))
+    record_cli(state.store(), "show", parse(raw).virtual, content=content, version=version_number(number))
+    write_bytes(content)
 
 
 @cli.command()
@@ -117,7 +126,9 @@ def diff(state: Context, path: str, v1: str | None, v2: str | None) -> None:
     """
     first = None if v1 is None else version_number(v1)
     second = None if v2 is None else version_number(v2)
-    for line in unified_diff(state.store(), parse(path), first, second):
+    lines = unified_diff(state.store(), parse(path), first, second)
+    record_cli(state.store(), "diff", parse(path).virtual)
+    for line in lines:
         click.echo(_colour(line), nl=False)
 
 
@@ -137,7 +148,9 @@ def restore(state: Context, path: str, version: str) -> None:
     """
     number = version_number(version)
     origin = Origin(actor="user", source=f"restored from version {number}")
-    click.echo(state.store().restore(parse(path), number, origin=origin).version)
+    restored = state.store().restore(parse(path), number, origin=origin)
+    record_cli(state.store(), "restore", restored.path.virtual, version=restored.version)
+    click.echo(restored.version)
 
 
 # -- on top of the store contract ------------------------------------------------------------------------------

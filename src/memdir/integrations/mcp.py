@@ -1,4 +1,4 @@
-"""memdir as an MCP server: the six memory commands as MCP tools, served over stdio (``memdir mcp``).
+"""memdir as an MCP server: the six memory commands and ``memory_search`` as MCP tools, over stdio (``memdir mcp``).
 
 Each tool hands its arguments, unchanged, to the core `MemoryTool` and returns exactly the text the memory
 tool returns (SPEC.md's strings). A refused command comes back as an MCP tool error (``is_error: true``)
@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
@@ -21,6 +22,7 @@ from pydantic import Field, PlainValidator
 
 from .. import __version__
 from ..paths import MemoryPath
+from ..search._tool import execute_search
 from ..tool import MemoryTool
 
 if TYPE_CHECKING:
@@ -121,6 +123,12 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         old_path=_string(f"The file or directory to rename or move. {_PATH_RULES}"),
         new_path=_string(f"Its new path; it must not exist yet. {_PATH_RULES}"),
     ),
+    "memory_search": _schema(
+        "query",
+        query=_string("What to look for: keywords or a natural-language question, in any language."),
+        limit={"type": "integer", "minimum": 1, "maximum": 50, "description": "How many passages (default 10)."},
+        path_prefix=_string(f"Optional: search only this file or the files below this directory. {_PATH_RULES}"),
+    ),
 }
 
 _DESCRIPTIONS = {
@@ -134,6 +142,8 @@ _DESCRIPTIONS = {
     "memory_insert": "Insert text into a memory file after a given line (0 = at the top).",
     "memory_delete": "Delete a memory file, or a directory and everything under it.",
     "memory_rename": "Rename or move a memory file or directory. The destination must not exist.",
+    "memory_search": "Search memory for the passages that best match a query, best first: each with its file "
+    "path, its numbered lines and a score. View the file for more context around a hit.",
 }
 _CREATE_OVERWRITING = (
     "Create a memory file with the given text, replacing the file if it exists (its history keeps the old text)."
@@ -175,6 +185,14 @@ def _annotations(memory: MemoryTool) -> dict[str, ToolAnnotations]:
         # survives under the new name, the change is undone by renaming back, and history records the move.
         # Idempotent: repeated, it finds the source gone and changes nothing.
         "memory_rename": hints("Rename memory", destructive=False, idempotent=True),
+        # Search only reads (its index is derived data the store rebuilds at will).
+        "memory_search": ToolAnnotations(
+            title="Search memory",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     }
 
 
@@ -216,6 +234,12 @@ def _functions(memory: MemoryTool) -> dict[str, _ToolFn]:
     async def memory_rename(old_path: _Text, new_path: _Text) -> CallToolResult:
         return await run({"command": "rename", "old_path": old_path, "new_path": new_path})
 
+    async def memory_search(query: _Text, limit: _Value, path_prefix: _Text) -> CallToolResult:
+        # The same executor an agent gets (`memdir.search.search_tool`): the same words, errors as tool errors.
+        arguments = {"query": query, "limit": limit, "path_prefix": path_prefix}
+        result = await anyio.to_thread.run_sync(execute_search, memory.store, arguments)
+        return _to_mcp(result)
+
     functions: list[_ToolFn] = [
         memory_view,
         memory_create,
@@ -223,6 +247,7 @@ def _functions(memory: MemoryTool) -> dict[str, _ToolFn]:
         memory_insert,
         memory_delete,
         memory_rename,
+        memory_search,
     ]
     return {fn.__name__: fn for fn in functions}
 
