@@ -279,23 +279,25 @@ def test_a_sqlite_file_that_is_not_a_database_is_left_alone(run: Run, tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
 
 
-def _leaf_page_holding(data: bytearray, page_size: int, marker: bytes) -> int:
-    """A b-tree *leaf* page holding ``marker``. Stale copies of a row can linger in the free space of an
-    interior page after a split (SQLite does not zero it); damaging the root of a table loses every row,
-    which is not the partial damage this test is about."""
-    at = data.find(marker)
-    while at != -1:
-        page = at // page_size
-        if page and data[page * page_size] in (0x0A, 0x0D):  # index / table b-tree leaf
-            return page
-        at = data.find(marker, at + 1)
-    raise AssertionError("no leaf page holds the marker")
+def _leaf_page_holding(data: bytearray, page_size: int, markers: list[bytes]) -> int:
+    """A b-tree *leaf* page holding one of ``markers``. Blobs live in a WITHOUT ROWID table, an index b-tree,
+    whose interior pages hold whole rows too (a split promotes one), and stale copies of a row can linger in
+    the free space of an interior page; damaging an interior page loses a whole subtree, which is not the
+    partial damage this test is about. So the first marker found on a leaf is used."""
+    for marker in markers:
+        at = data.find(marker)
+        while at != -1:
+            page = at // page_size
+            if page and data[page * page_size] in (0x0A, 0x0D):  # index / table b-tree leaf
+                return page
+            at = data.find(marker, at + 1)
+    raise AssertionError("no leaf page holds any of the markers")
 
 
 def test_a_damaged_sqlite_store_is_salvaged_and_the_original_kept(run: Run, db: Path) -> None:
     data = bytearray(db.read_bytes())
     page_size = int.from_bytes(data[16:18], "big")
-    page = _leaf_page_holding(data, page_size, b"MARKER-30")
+    page = _leaf_page_holding(data, page_size, [f"MARKER-{n}".encode() for n in range(30, 40)])
     data[page * page_size : (page + 1) * page_size] = b"\xff" * page_size
     db.write_bytes(bytes(data))
     damaged = bytes(data)
