@@ -237,6 +237,12 @@ class MemoryTool:
         with paused():  # thousands of short-lived objects for a big tree: see memdir._gc
             return self._listing(path, target, self.store.list_files(target))
 
+    def listing(self, entries: list[Entry]) -> ToolResult:
+        """``view /memories`` rendered from ``entries``, a listing of the whole store already read (the agent's
+        backfill lists the store once for modification times and shows the model the tool's own text)."""
+        with paused():
+            return self._listing("/memories", MemoryPath.root(), entries)
+
     def _listing(self, path: str, target: MemoryPath, entries: list[Entry]) -> ToolResult:
         header = (
             f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items and node_modules:"

@@ -74,7 +74,7 @@ def load_backfill(tool: MemoryTool, budget: int = 2_000, *, files: Sequence[str]
         _add(sections, items, "MEMORY.md", _index_section(tool, index))
     for entry in (by_path[p] for p in PINNED if p in by_path):
         _add(sections, items, entry.path.name, _bounded_section(tool, entry))
-    _add(sections, items, "the listing of /memories", "## Listing of /memories\n" + tool.view("/memories").text)
+    _add(sections, items, "the listing of /memories", "## Listing of /memories\n" + tool.listing(entries).text)
     chosen = _reread(tool, by_path, files) if files is not None else _recent_files(tool, entries, budget)
     for name, section in chosen:
         _add(sections, items, name, section)
