@@ -2,7 +2,8 @@
 
 ``remote`` is `RemoteStore` against a real ``memdir serve`` app: uvicorn in a thread, on a free loopback port,
 over a SQLite store of the test's own (one server per test, stopped when the test ends). Its URLs carry a token
-for the namespace asked for (``http://TOKEN@127.0.0.1:PORT``).
+for the namespace asked for (``http://TOKEN@127.0.0.1:PORT``). ``postgres`` is `PostgresStore` on a database of
+the test's own in the session's throwaway cluster (`support.postgres`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import uvicorn
 from memdir import Store, open_store
 from memdir.server import ServerConfig, create_app
 from memdir.server._run import uvicorn_options
+from support.postgres import database_url
 
-BACKENDS = ["memory", "sqlite", "directory", "remote"]
+BACKENDS = ["memory", "sqlite", "directory", "remote", "postgres"]
 
 StoreFactory = Callable[..., Store]
 
@@ -127,6 +129,8 @@ def store_url(kind: str, tmp_path: Path) -> str:
         return f"sqlite://{tmp_path / 'memory.db'}"
     if kind == "remote":
         return live_server(tmp_path).url_for("default")
+    if kind == "postgres":
+        return database_url(str(tmp_path))
     return str(tmp_path / "store")
 
 

@@ -39,6 +39,8 @@ from .errors import (
     RateLimitError,
     SessionError,
     StorageError,
+    StorageFullError,
+    StorageUnavailableError,
 )
 from .paths import MemoryPath, parse
 from .policy import Finding, Limits, WritePolicy, scan
@@ -113,6 +115,8 @@ __all__ = [
     "SessionError",
     "Stat",
     "StorageError",
+    "StorageFullError",
+    "StorageUnavailableError",
     "Store",
     "ToolResult",
     "Usage",

@@ -15,9 +15,12 @@ MemdirError
 ├── ConfigError            a store URL, namespace or setting that cannot be used
 ├── AuthenticationError    a memdir server refused the token (missing, unknown or revoked)
 ├── ArchiveError           an archive that cannot be used (damaged, hostile, another format), or a refused import
+├── TransferError          a store-to-store copy refused (the destination holds other content) or failing to verify
 ├── PolicyError            a write the policy refused, or a review that cannot be carried out
 ├── StorageError           the backend failed (disk full, read-only, I/O error)
-│   └── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
+│   ├── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
+│   ├── StorageFullError   the disk (or quota) holding the store is full; nothing was written
+│   └── StorageUnavailableError  the database cannot be reached right now (down, restarting); retry later
 └── AgentError             the agent (`memdir run` / `memdir chat`) cannot go on
     ├── MissingCredentialsError  no API key for the provider; the message names what to set
     ├── ProviderError            the model's API failed or refused the request (after the SDK's retries)
@@ -27,9 +30,9 @@ MemdirError
 ```
 
 Two places present these errors: the memory tool turns them into ``is_error`` results in SPEC.md's words,
-and the CLI turns them into one line on stderr. Backends translate ``OSError`` / ``sqlite3.Error`` into
-``StorageError`` at their boundary (``raise StorageError(...) from exc``), with a message that never
-contains a host path.
+and the CLI turns them into one line on stderr. Backends translate ``OSError`` / ``sqlite3.Error`` /
+``psycopg.Error`` into ``StorageError`` at their boundary (``raise StorageError(...) from exc``), with a message
+that never contains a host path or a password.
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ __all__ = [
     "RateLimitError",
     "SessionError",
     "StorageError",
+    "StorageFullError",
+    "StorageUnavailableError",
+    "TransferError",
     "storage_error_from_os",
 ]
 
@@ -161,6 +167,11 @@ class ArchiveError(MemdirError):
     """An archive that cannot be used (damaged, hostile, or for another format), or an import refused."""
 
 
+class TransferError(MemdirError):
+    """``memdir migrate-store`` cannot copy a namespace: the destination holds other content, the copy stopped
+    (running it again resumes), or the copy does not match the source."""
+
+
 class PolicyError(MemdirError):
     """A write the write policy refused, or a quarantined write that cannot be approved or rejected."""
 
@@ -171,6 +182,17 @@ class StorageError(MemdirError):
 
 class CorruptStoreError(StorageError):
     """The backend's files are damaged. Nothing was changed; `memdir doctor` reports and repairs."""
+
+
+class StorageFullError(StorageError):
+    """The disk (or the quota) holding the store or its database is full. Nothing was written by the failed
+    operation; reads still work, and writes work again once space is freed."""
+
+
+class StorageUnavailableError(StorageError):
+    """The database server cannot be reached now (down, restarting, refusing connections), or kept failing a
+    transaction under contention. Temporary: retry later. The failed operation wrote nothing, unless the connection
+    broke during its very commit, when it may have been made (a server's ``Idempotency-Key`` covers that case)."""
 
 
 class AgentError(MemdirError):
@@ -220,4 +242,6 @@ def storage_error_from_os(exc: OSError, doing: str) -> StorageError:
     ``str(OSError)`` includes the file name, which would leak the host layout into a tool result.
     """
     reason = _ERRNO_TEXT.get(exc.errno or 0) or (exc.strerror or "operating system error").lower()
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageFullError(f"could not {doing}: {reason}")
     return StorageError(f"could not {doing}: {reason}")

@@ -30,6 +30,7 @@ from .errors import (
     NotFoundError,
     PathError,
     StorageError,
+    StorageUnavailableError,
 )
 from .paths import MemoryPath, parse
 from .policy.guard import Guard, Held, Refused, audited, current, note
@@ -55,11 +56,15 @@ _IMAGE_MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """What the model reads: ``text``, whether it is an error, and the content blocks to send (a text block,
-    or for an image a text block and an image block, in the Messages API's shape)."""
+    or for an image a text block and an image block, in the Messages API's shape).
+
+    ``temporary``: the command failed only because the store's database could not be reached
+    (`StorageUnavailableError`); the same command may well succeed a moment later (a server answers 503)."""
 
     text: str
     is_error: bool = False
     content: tuple[dict[str, Any], ...] = field(default=())
+    temporary: bool = False
 
     @property
     def blocks(self) -> list[dict[str, Any]]:
@@ -174,7 +179,8 @@ class MemoryTool:
         except CorruptStoreError as exc:
             return _error(f"Error: The memory store is damaged and nothing was changed: {exc}")
         except StorageError as exc:
-            return _error(f"Error: The memory store could not complete the `{name}` command: {exc}")
+            text = f"Error: The memory store could not complete the `{name}` command: {exc}"
+            return ToolResult(text, is_error=True, temporary=isinstance(exc, StorageUnavailableError))
         except LimitError as exc:
             return _error(f"Error: {exc}")
         except Exception:

@@ -230,7 +230,9 @@ def where(state: Context) -> None:
     else:
         choice = resolve_store()
         url, reason = choice.url, choice.reason
-    click.echo(url)
+    from ..store import redact_url
+
+    click.echo(redact_url(url))  # a PostgreSQL URL may carry a password: never print it
     click.echo(f"({reason})", err=True)
 
 
@@ -239,4 +241,4 @@ def main() -> None:
 
 
 # The commands register themselves on `cli` when imported (they need `cli` and the helpers above first).
-from . import _admin, _agent, _files, _safety, _search, _serve  # noqa: E402, F401
+from . import _admin, _agent, _files, _safety, _search, _serve, _transfer  # noqa: E402, F401

@@ -1,4 +1,5 @@
-"""Whole-store commands: export and import (`memdir.archive`), doctor (`memdir.doctor`)."""
+"""Whole-store commands: export and import (`memdir.archive`), doctor (`memdir.doctor`), migrate
+(`memdir.schema`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import click
 from ..archive import export_namespace, import_namespace
 from ..doctor import diagnose
 from ..policy.audit import record_cli
+from ..schema import migrate as migrate_schema
+from ..store import redact_url
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import plural
 
@@ -84,6 +87,33 @@ def doctor(state: Context, repair: bool) -> None:
         sys.exit(1)
 
 
+@cli.command()
+@click.option("--list", "list_only", is_flag=True, help="Only show what is applied and pending; change nothing.")
+@pass_context
+@fail_cleanly
+def migrate(state: Context, list_only: bool) -> None:
+    """Create or upgrade the store's database tables (named migrations).
+
+    Stores upgrade their tables when opened; this does it up front (say, before servers of a new release start
+    on a shared PostgreSQL database) and lists each migration: applied, pending, or applied now.
+
+    Example:
+
+        memdir migrate --store postgresql://memdir@db.internal/memdir --list
+    """
+    sets = migrate_schema(state.url, apply=not list_only)
+    for found in sets:
+        for name in found.applied:
+            click.echo(f"{found.name}\t{name}\t{'applied now' if name in found.ran else 'applied'}")
+        for name in found.pending:
+            click.echo(f"{found.name}\t{name}\tpending")
+    ran, pending = sum(len(s.ran) for s in sets), sum(len(s.pending) for s in sets)
+    if list_only:
+        click.echo(f"{plural(pending, 'migration')} pending.", err=True)
+    else:
+        click.echo(f"{plural(ran, 'migration')} applied now; the schema is up to date.", err=True)
+
+
 @contextlib.contextmanager
 def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
     """A progress callback that draws a bar on stderr for big archives, on a terminal only."""
@@ -107,7 +137,7 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
 
 
 def _print_report(report: Report, repair: bool) -> None:
-    click.echo(f"Checking {report.url} ({report.kind} store)")
+    click.echo(f"Checking {redact_url(report.url)} ({report.kind} store)")  # a PostgreSQL URL may hold a password
     for finding in report.findings:
         severity = click.style(f"{finding.severity:<8}", fg=_SEVERITY_COLOURS[finding.severity])
         click.echo(f"{severity}{finding.where}: {finding.problem}")

@@ -7,6 +7,8 @@ URL                         backend
 ``sqlite:PATH``             `SQLiteStore`: one database file (``sqlite:///abs/path.db``)
 ``memory:`` / ``memory:N``  `MemoryStore`: in this process only (``N`` shares one by name)
 ``http://`` / ``https://``  `RemoteStore`: a namespace on a memdir server (``memdir serve``), by token
+``postgresql://``           `PostgresStore`: a namespace in a PostgreSQL database shared by many servers
+                            (``postgres://`` too; needs the ``memdir[postgres]`` extra)
 ==========================  ===================================================================
 
 A backend is a `Store` subclass plus an opener registered for a URL scheme with `register_backend`.
@@ -14,6 +16,7 @@ A backend is a `Store` subclass plus an opener registered for a URL scheme with 
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,7 +59,9 @@ __all__ = [
     "Usage",
     "Version",
     "open_store",
+    "redact_url",
     "register_backend",
+    "url_scheme",
 ]
 
 Opener = Callable[..., Store]
@@ -66,6 +71,26 @@ _BACKENDS: dict[str, Opener] = {}
 def register_backend(scheme: str, opener: Opener) -> None:
     """Make ``scheme:...`` URLs open with ``opener(url, namespace=..., **options)``."""
     _BACKENDS[scheme.lower()] = opener
+
+
+def redact_url(url: str) -> str:
+    """The store URL as it may be shown (``memdir where``, logs, errors): a password, in the user part
+    (``postgresql://me:secret@db/m``) or the query (``?password=secret``), replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme or len(parts.scheme) == 1:  # a directory path (or a Windows drive) has no password
+        return url
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    shown_query = parts.query
+    if any(key == "password" for key, _ in query):
+        hidden = [(key, "***" if key == "password" else value) for key, value in query]
+        shown_query = urllib.parse.urlencode(hidden, safe="*")
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.partition(':')[0]}:***@{host}"
+    if (netloc, shown_query) == (parts.netloc, parts.query):
+        return url  # shown exactly as given
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=shown_query))
 
 
 def _after_scheme(url: str) -> str:
@@ -100,6 +125,15 @@ def _open_remote(url: str, *, namespace: str, **options: Any) -> Store:
     return RemoteStore(url, namespace=namespace, **options)
 
 
+def _open_postgres(url: str, *, namespace: str, **options: Any) -> Store:
+    _no_options("postgresql", options)  # pool settings go in the URL's query (?pool_max=20), like libpq's own
+    try:
+        from .postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
+    except ImportError as exc:
+        raise ConfigError("postgresql: stores need psycopg: pip install 'memdir[postgres]'") from exc
+    return PostgresStore(url, namespace=namespace)
+
+
 def _no_options(scheme: str, options: dict[str, Any]) -> None:
     if options:
         raise ConfigError(f"{scheme}: stores take no options (got {', '.join(sorted(options))})")
@@ -110,6 +144,8 @@ register_backend("sqlite", _open_sqlite)
 register_backend("file", _open_directory)
 register_backend("http", _open_remote)
 register_backend("https", _open_remote)
+register_backend("postgresql", _open_postgres)
+register_backend("postgres", _open_postgres)
 
 
 def open_store(url: str | None = None, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> Store:
@@ -120,14 +156,22 @@ def open_store(url: str | None = None, *, namespace: str = DEFAULT_NAMESPACE, **
     """
     check_namespace(namespace)
     target = url if url is not None else default_store_url()
-    if not target:
+    scheme = url_scheme(target)
+    if scheme is None:
+        return _open_directory(target, namespace=namespace, **options)
+    return _BACKENDS[scheme](target, namespace=namespace, **options)
+
+
+def url_scheme(url: str) -> str | None:
+    """The registered scheme ``url`` names, or None for a plain directory path. Opens nothing: `ConfigError` for
+    an empty URL or a scheme no backend is registered for (so a caller can check a URL before acting on it)."""
+    if not url:
         raise ConfigError("empty store URL")
-    scheme = target.split(":", 1)[0].lower() if ":" in target else ""
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     # A one-letter "scheme" is a Windows drive (C:\...), and a plain path has none: both are directories.
     if len(scheme) <= 1 or "/" in scheme or "\\" in scheme:
-        return _open_directory(target, namespace=namespace, **options)
-    opener = _BACKENDS.get(scheme)
-    if opener is None:
+        return None
+    if scheme not in _BACKENDS:
         known = ", ".join(sorted(f"{s}:" for s in _BACKENDS))
         raise ConfigError(f"unknown store URL scheme {scheme!r}: use a directory path or one of {known}")
-    return opener(target, namespace=namespace, **options)
+    return scheme

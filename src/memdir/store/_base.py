@@ -18,7 +18,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 from ..errors import (
     AlreadyExistsError,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from ..search import SearchHit
+    from ._db import AuxDatabase
 
 __all__ = [
     "ANY",
@@ -84,11 +85,16 @@ Expect = _Expect | int
 class Origin:
     """Who makes a change: ``actor`` is ``model``, ``user``, ``external``, ``import`` (or another word an
     application chooses); ``session`` groups the changes of one agent session; ``source`` says where the
-    content came from when that is known."""
+    content came from when that is known.
+
+    ``request`` is the idempotency key of the call that makes the change (a memdir server's ``Idempotency-Key``).
+    Stores that record it (`Store.records_requests`) keep it with the change's versions, in the same transaction,
+    so a call retried after a lost answer can find out whether, and how, it was applied (`Store.requested`)."""
 
     actor: str = "user"
     session: str | None = None
     source: str | None = None
+    request: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +340,27 @@ class Store(ABC):
         """
         raise HistoryUnavailableError(f"{type(self).__name__} cannot prune its history")
 
+    # -- idempotency --------------------------------------------------------------------------------------
+
+    records_requests: ClassVar[bool] = False
+    """True when writes, deletes and renames store ``origin.request`` with their versions atomically, and refuse a
+    second change under the same key to the same path (the SQLite and PostgreSQL stores). Other stores ignore the
+    key: a client cannot safely retry a change to them whose answer it lost."""
+
+    def requested(self, key: str) -> list[Version]:  # noqa: ARG002 - the signature backends implement
+        """The versions recorded by changes made with ``Origin(request=key)``, oldest first; [] when none was
+        (or the store does not record keys)."""
+        return []
+
+    def namespaces(self) -> list[str]:
+        """The namespaces at this store's location that hold any history, sorted (this store's own among them
+        once it has a version). Used by ``memdir migrate-store --all-namespaces``.
+
+        Backends that can see their neighbours override this; the default refuses rather than answer with
+        this namespace alone, which would make a copy of "every namespace" silently incomplete.
+        """
+        raise ConfigError(f"{type(self).__name__} cannot list its namespaces: name the namespace to use")
+
     # -- search -------------------------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None) -> list[SearchHit]:
@@ -347,15 +374,16 @@ class Store(ABC):
     # -- the auxiliary database ---------------------------------------------------------------------------
 
     @property
-    def aux(self) -> SqlDatabase:
-        """The store's auxiliary SQLite database: where features keep what is derived from the store or kept
-        about it (the search index, the audit log, the quarantine, access times), each in its own tables made by
-        its own migration set (`SqlDatabase.ensure`). Rows carry the namespace: one database may serve several.
+    def aux(self) -> AuxDatabase:
+        """The store's auxiliary database: where features keep what is derived from the store or kept about it
+        (the search index, the audit log, the quarantine, access times), each in its own tables made by its own
+        migration set (``AuxDatabase.ensure``). Rows carry the namespace: one database may serve several.
 
-        Where it lives is the backend's choice (`_aux_location`): in the SQLite store's own file, in the
-        directory store's sidecar, in memory for the in-memory store.
+        Where it lives is the backend's choice: a SQLite database at `_aux_location` (in the SQLite store's own
+        file, in the directory store's sidecar, in memory for the in-memory store), or the PostgreSQL store's own
+        database, shared by every server using it.
         """
-        aux: SqlDatabase | None = self.__dict__.get("_aux_db")
+        aux: AuxDatabase | None = self.__dict__.get("_aux_db")
         if aux is None:
             location, read_only = self._aux_location()
             aux = self.__dict__.setdefault("_aux_db", SqlDatabase(location, read_only=read_only))
@@ -369,7 +397,7 @@ class Store(ABC):
 
     def close(self) -> None:
         """Release what the store holds open (subclasses extend this)."""
-        aux: SqlDatabase | None = self.__dict__.pop("_aux_db", None)
+        aux: AuxDatabase | None = self.__dict__.pop("_aux_db", None)
         if aux is not None:
             aux.close()
 

@@ -6,9 +6,11 @@ two threads at once), or, for an in-memory database, a single one behind a lock 
 cross-process write lock; reads run in a ``BEGIN`` so several queries see one snapshot. sqlite3 errors are
 translated into `StorageError` here, at the boundary.
 
-A store's *auxiliary database* (`Store.aux`) is a `SqlDatabase` too: where features keep what is derived from the
-store or kept about it (the search index, the audit log, the quarantine, access times). Each feature creates its
-own tables with its own named migration set through `SqlDatabase.ensure`.
+A store's *auxiliary database* (`Store.aux`) is where features keep what is derived from the store or kept about
+it (the search index, the audit log, the quarantine, access times). Each feature creates its own tables with its
+own named migration set through ``ensure``. Features code against `AuxDatabase`, which both `SqlDatabase` and
+PostgreSQL's `memdir.store._pg.PgDatabase` fulfil: SQL written with ``?`` placeholders, branching on ``dialect``
+only where the two engines differ.
 """
 
 from __future__ import annotations
@@ -19,16 +21,66 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import StorageError, storage_error_from_os
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator, Sequence
+    from contextlib import AbstractContextManager
 
     from ._migrations import Migrations
 
-__all__ = ["SqlDatabase", "create_private"]
+__all__ = ["AuxConnection", "AuxCursor", "AuxDatabase", "Dialect", "SqlDatabase", "create_private"]
+
+Dialect = Literal["sqlite", "postgres"]
+
+
+class AuxCursor(Protocol):
+    """The part of a DB-API cursor the features use (`sqlite3.Cursor` and `memdir.store._pg.PgCursor`)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class AuxConnection(Protocol):
+    """What a transaction yields (`sqlite3.Connection`, `memdir.store._pg.PgConnection`): statements with ``?``
+    placeholders (the PostgreSQL adapter rewrites them), rows as tuples. No ``lastrowid``: use ``RETURNING``."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> AuxCursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> AuxCursor: ...
+
+
+class AuxDatabase(Protocol):
+    """A store's auxiliary database, whichever engine holds it (`Store.aux`)."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+    def ensure(self, migrations: Migrations) -> None: ...
+
+    def transaction(self, doing: str) -> AbstractContextManager[AuxConnection]:
+        """A write transaction; ``doing`` ("store embeddings") words the error if it fails."""
+        ...
+
+    def reading(self, doing: str) -> AbstractContextManager[AuxConnection]:
+        """A read transaction: several queries see one snapshot."""
+        ...
 
 
 def create_private(path: Path) -> bool:
@@ -56,6 +108,8 @@ def create_private(path: Path) -> bool:
 
 class SqlDatabase:
     """Connections to one SQLite database; ``location=None`` is a private in-memory database."""
+
+    dialect: Dialect = "sqlite"
 
     def __init__(self, location: str | Path | None, *, read_only: bool = False) -> None:
         self.read_only = read_only

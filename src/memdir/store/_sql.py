@@ -9,6 +9,8 @@ One schema, created and upgraded by named migrations (`memdir.store._migrations`
 - ``blobs``: the content of every version, by namespace and SHA-256 (deduplicated within a namespace, never
   shared across namespaces, so removing a tenant removes its bytes).
 - ``namespaces``: per-namespace counters (last version number, file count, bytes) kept in step with writes.
+- ``pending``: the directory store's file operations (rename into place, unlink) that make committed versions
+  visible, written with the versions and deleted once done (`memdir.store._visible`); unused by the SQLite store.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from ..errors import CorruptStoreError, StorageError
+from ..errors import CorruptStoreError, StorageError, StorageFullError
 from ..paths import MemoryPath
 from ._base import Origin, Usage, Version, prunable_versions
 from ._db import SqlDatabase
@@ -30,9 +32,9 @@ from ._migrations import Migrations, Schema
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["IndexRow", "SqlIndex", "connect", "translate"]
+__all__ = ["IndexRow", "PendingOp", "SqlIndex", "connect", "pending_by_namespace", "translate"]
 
-migrations = Migrations("memdir")
+migrations = Migrations("memdir", dialect="sqlite")
 
 
 @migrations("0001_initial")
@@ -81,6 +83,41 @@ def _initial(schema: Schema) -> None:
     )
 
 
+@migrations("0002_request_keys")
+def _request_keys(schema: Schema) -> None:
+    # The idempotency key of the call that made a version (`Origin.request`), written in the version's own
+    # transaction. Unique per path: the same call applied twice (a retry racing its lost original) fails instead.
+    schema.script(
+        """
+        ALTER TABLE versions ADD COLUMN request TEXT;
+        CREATE UNIQUE INDEX versions_by_request ON versions (ns, request, path) WHERE request IS NOT NULL;
+        """
+    )
+
+
+@migrations("0003_pending_file_operations")
+def _pending_file_operations(schema: Schema) -> None:
+    # The directory store commits a change's versions before it renames the files into place. Recorded in the same
+    # transaction, these rows let the next writer finish what a process killed in between left undone (see
+    # `memdir.store._visible`). One row per version: ``op`` is 'install' (``temp`` renamed over ``path``, which
+    # holds ``replaces`` until then), 'unlink' (``path``, holding ``sha256``) or 'rename' (``old_path`` to ``path``).
+    schema.script(
+        """
+        CREATE TABLE pending (
+            ns TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            old_path TEXT,
+            temp TEXT,
+            replaces TEXT,
+            PRIMARY KEY (ns, version)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 def translate(exc: sqlite3.Error, doing: str) -> StorageError:
     """Map a sqlite3 error to a StorageError whose message carries no host path."""
     text = str(exc).lower()
@@ -89,7 +126,7 @@ def translate(exc: sqlite3.Error, doing: str) -> StorageError:
     if "locked" in text or "busy" in text:
         return StorageError(f"could not {doing}: the store is locked by another process; try again")
     if "full" in text:
-        return StorageError(f"could not {doing}: no space left on the device holding the store")
+        return StorageFullError(f"could not {doing}: no space left on the device holding the store")
     if "readonly" in text or "read-only" in text:
         return StorageError(f"could not {doing}: the store is read-only")
     if "disk i/o" in text:
@@ -158,6 +195,36 @@ class IndexRow:
     size: int
     modified: float
     stamp: str | None
+
+
+PendingKind = Literal["install", "unlink", "rename"]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOp:
+    """A file operation that makes committed ``version`` visible in the directory store (`memdir.store._visible`):
+    ``install`` renames ``temp`` (beside ``path``, content ``sha256``) over ``path``, whose content is
+    ``replaces`` until then (None: no file); ``unlink`` removes ``path`` (content ``sha256``); ``rename`` moves
+    ``old_path`` (content ``sha256``) to ``path``."""
+
+    version: int
+    op: PendingKind
+    path: str
+    sha256: str
+    old_path: str | None = None
+    temp: str | None = None
+    replaces: str | None = None
+
+
+_PENDING_COLUMNS = "version, op, path, sha256, old_path, temp, replaces"
+
+
+def pending_by_namespace(conn: sqlite3.Connection) -> dict[str, list[PendingOp]]:
+    """Every namespace's pending operations, oldest first (for `memdir doctor`, which reads without a store)."""
+    found: dict[str, list[PendingOp]] = {}
+    for namespace, *row in conn.execute(f"SELECT ns, {_PENDING_COLUMNS} FROM pending ORDER BY ns, version"):
+        found.setdefault(str(namespace), []).append(PendingOp(*row))
+    return found
 
 
 _VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
@@ -251,6 +318,14 @@ class SqlIndex(SqlDatabase):
         row = conn.execute("SELECT files, bytes FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone()
         return Usage(files=int(row[0]), bytes=int(row[1])) if row else Usage(0, 0)
 
+    def namespaces(self) -> list[str]:
+        """Every namespace of the database that has recorded a version (opening one records its name only)."""
+        try:
+            rows = self.conn.execute("SELECT ns FROM namespaces WHERE last_version > 0 ORDER BY ns").fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, "list the namespaces") from exc
+        return [str(r[0]) for r in rows]
+
     def blob(self, conn: sqlite3.Connection, sha: str) -> bytes | None:
         row = conn.execute("SELECT content FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone()
         return None if row is None else bytes(row[0])
@@ -324,6 +399,33 @@ class SqlIndex(SqlDatabase):
     def set_stamp(self, conn: sqlite3.Connection, key: str, stamp: str) -> None:
         conn.execute("UPDATE files SET stamp = ? WHERE ns = ? AND path = ?", (stamp, self.namespace, key))
 
+    # -- pending file operations (the directory store) ------------------------------------------------------
+
+    def add_pending(self, conn: sqlite3.Connection, ops: list[PendingOp]) -> None:
+        conn.executemany(
+            f"INSERT INTO pending (ns, {_PENDING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(self.namespace, o.version, o.op, o.path, o.sha256, o.old_path, o.temp, o.replaces) for o in ops],
+        )
+
+    def has_pending(self) -> bool:
+        """Whether this namespace has pending operations (one indexed lookup, outside any transaction)."""
+        try:
+            row = self.conn.execute("SELECT 1 FROM pending WHERE ns = ? LIMIT 1", (self.namespace,)).fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the store") from exc
+        return row is not None
+
+    def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
+        """This namespace's pending operations, oldest first."""
+        rows = conn.execute(
+            f"SELECT {_PENDING_COLUMNS} FROM pending WHERE ns = ? ORDER BY version", (self.namespace,)
+        ).fetchall()
+        return [PendingOp(*r) for r in rows]
+
+    def clear_pending(self, conn: sqlite3.Connection, first: int = 0, last: int = 1 << 62) -> None:
+        """Forget the operations of versions ``first``..``last`` (all of them by default): they are done."""
+        conn.execute("DELETE FROM pending WHERE ns = ? AND version BETWEEN ? AND ?", (self.namespace, first, last))
+
     def _bump(self, conn: sqlite3.Connection, *, files: int, size: int) -> int:
         row = conn.execute(
             "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ? "
@@ -346,8 +448,8 @@ class SqlIndex(SqlDatabase):
     ) -> Version:
         row = (version, key, op, origin.actor, origin.session, origin.source, ts, sha, size, old_key)
         conn.execute(
-            f"INSERT INTO versions (ns, {_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.namespace, *row),
+            f"INSERT INTO versions (ns, {_VERSION_COLUMNS}, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.namespace, *row, origin.request),
         )
         return _version(row)
 
@@ -375,6 +477,17 @@ class SqlIndex(SqlDatabase):
                 (self.namespace,),
             )
         return len(gone)
+
+    def requested(self, key: str) -> list[Version]:
+        """`Store.requested` for both SQL-backed stores."""
+        try:
+            rows = self.conn.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND request = ? ORDER BY version",
+                (self.namespace, key),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the history") from exc
+        return [_version(r) for r in rows]
 
     def touching(self, key: str, before: int | None) -> list[Version]:
         limit = before if before is not None else 1 << 62

@@ -12,9 +12,10 @@ its content differs, recorded as a version by the actor ``external`` before anyt
 
 Safety: every access below the root goes through `memdir.store._fs`, one ``O_NOFOLLOW`` component at a time
 from an open directory descriptor, so symlinks planted inside the tree are never followed. Writes go to a
-temporary file that is fsynced and renamed over the target. Writers take an exclusive ``flock`` on the
-namespace's root directory and, when history is kept, a ``BEGIN IMMEDIATE`` transaction on the sidecar, so
-read-modify-write commands from any number of processes lose no update.
+temporary file that is fsynced and renamed over the target once the change's version is committed; a process
+killed in between leaves a pending row the next writer finishes (`memdir.store._visible`). Writers take an
+exclusive ``flock`` on the namespace's root directory and, when history is kept, a ``BEGIN IMMEDIATE``
+transaction on the sidecar, so read-modify-write commands from any number of processes lose no update.
 
 ``history=False`` keeps no sidecar at all (nothing but the memory files is written under ``PATH``); version
 numbers are then tokens derived from the file's on-disk identity, and `history` raises
@@ -33,7 +34,6 @@ import os
 import stat as stat_mod
 import threading
 import time
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,7 +71,8 @@ from ._base import (
     key_path,
     sha256_hex,
 )
-from ._sql import IndexRow, SqlIndex
+from ._sql import IndexRow, PendingOp, SqlIndex
+from ._visible import Pending, roll_forward
 
 if TYPE_CHECKING:
     import sqlite3
@@ -85,30 +86,6 @@ AUX_NAME = "aux.db"  # the auxiliary database (search index, audit log, quaranti
 
 _External = Origin(actor="external")
 _USAGE_TTL = 5.0  # seconds a walked usage count stays fresh in a store without an index
-
-
-@dataclass
-class _Pending:
-    """The file changes of one locked command, made visible only once its index transaction has committed.
-
-    The files and the index are two stores. A command first does everything that can fail for lack of space
-    (new content goes to a hidden temporary file, fsynced), records its versions, and COMMITs; only then are
-    the changes made visible with operations that need no space (rename, unlink). So a failure anywhere up to
-    the COMMIT (disk full, a damaged sidecar) leaves the visible files exactly as they were.
-    """
-
-    undo: list[Callable[[], None]] = field(default_factory=list)  # on failure: remove temporary files
-    apply: list[Callable[[], None]] = field(default_factory=list)  # after COMMIT: make the changes visible
-    stamps: list[MemoryPath] = field(default_factory=list)  # files whose on-disk identity to record after
-
-    def roll_back(self) -> None:
-        for action in reversed(self.undo):
-            with contextlib.suppress(Exception):
-                action()
-
-    def finish(self) -> None:
-        for action in self.apply:
-            action()
 
 
 def namespace_root(base: Path, namespace: str) -> Path:
@@ -149,12 +126,21 @@ class DirectoryStore(Store):
         if history is not False:
             self.index_path = self.base / SIDECAR / INDEX_NAME if history is True else Path(history).expanduser()
             self._index = self._open_index(self.index_path)
+            self._finish_interrupted()
 
     def _open_index(self, path: Path) -> SqlIndex | None:
         if self.read_only:
             # Nothing can be recorded on a read-only disk: use the history that is there, if any.
             return SqlIndex(path, self.namespace, read_only=True) if path.is_file() else None
         return SqlIndex(path, self.namespace)  # created 0600 if new, never opened by hand (see create_private)
+
+    def _finish_interrupted(self) -> None:
+        """Put in place the committed changes of a writer killed before it could (see `memdir.store._visible`).
+        A store that cannot write leaves them: it reads the disk as it is."""
+        if self._index is None or self.read_only or self._index.read_only or not self._index.has_pending():
+            return
+        with self._locked():
+            pass  # the writer lock rolls forward first thing
 
     def __repr__(self) -> str:
         return f"DirectoryStore({str(self.base)!r}, namespace={self.namespace!r})"
@@ -252,7 +238,8 @@ class DirectoryStore(Store):
         with self._locked() as (root, conn):
             current = self._current(root, conn, target)
             check_expect(target, None if current is None else current.version, expect)
-            return self._put(root, conn, target, content, origin=origin, op=op)
+            replaces = None if current is None else current.sha256
+            return self._put(root, conn, target, content, origin=origin, op=op, replaces=replaces)
 
     def update(
         self,
@@ -268,7 +255,7 @@ class DirectoryStore(Store):
             raise NotAFileError("/memories is a directory")
         with self._locked() as (root, conn):
             current = self._observe(root, conn, target)
-            return self._put(root, conn, target, change(current), origin=origin, op=op)
+            return self._put(root, conn, target, change(current), origin=origin, op=op, replaces=current.sha256)
 
     def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
         target = as_path(path)
@@ -309,8 +296,11 @@ class DirectoryStore(Store):
                 return moved
             if content is None:
                 raise NotFoundError(f"no content for version {version.version} of {target.virtual}")
-            self._current(root, conn, target)
-            return self._put(root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp)
+            current = self._current(root, conn, target)
+            replaces = None if current is None else current.sha256
+            return self._put(
+                root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp, replaces=replaces
+            )
 
     # -- history ------------------------------------------------------------------------------------------
 
@@ -336,6 +326,21 @@ class DirectoryStore(Store):
         with contextlib.suppress(NotFoundError):
             self.list_files()  # edits made outside memdir become versions first, as for `log`
         return index.prune(before)
+
+    def namespaces(self) -> list[str]:
+        """The namespaces with history, and those whose directory holds files memdir has not seen yet (written
+        by hand before the namespace was ever opened: opening it makes them versions)."""
+        found = set(self._require_history().namespaces())
+        candidates = [DEFAULT_NAMESPACE]
+        with contextlib.suppress(OSError), os.scandir(self.base / "namespaces") as listing:
+            candidates += [e.name for e in listing if e.is_dir(follow_symlinks=False)]
+        for name in candidates:
+            with contextlib.suppress(OSError, MemdirError):
+                root = namespace_root(self.base, check_namespace(name))
+                with os.scandir(root) as entries:
+                    if any(True for _ in entries):
+                        found.add(name)
+        return sorted(found)
 
     def read_blob(self, sha256: str) -> bytes:
         index = self._require_history()
@@ -369,22 +374,34 @@ class DirectoryStore(Store):
             if self._index is None:
                 yield root, None
                 return
-            pending = _Pending()
+            if self._index.has_pending():
+                # Before anything reads the disk, a killed writer's committed changes are put in place, in a
+                # transaction of their own: this command failing must not bring back the rows of work done.
+                with self._index.transaction("finish an interrupted change") as conn:
+                    roll_forward(root, self._index, conn, _rename_noreplace)
+            pending = Pending()
             self._local.pending = pending
             try:
                 with self._index.transaction("update the store") as conn:
                     yield root, conn
+                    if pending.ops:  # committed with the versions they make visible
+                        self._index.add_pending(conn, pending.ops)
             except BaseException:
                 pending.roll_back()  # the index is unchanged: the visible files were never touched
                 raise
             finally:
                 self._local.pending = None
             pending.finish()
-            self._record_stamps(root, pending.stamps)
+            self._record_stamps(root, pending.stamps, pending.span())
 
-    def _pending(self) -> _Pending | None:
-        pending: _Pending | None = getattr(self._local, "pending", None)
+    def _pending(self) -> Pending | None:
+        pending: Pending | None = getattr(self._local, "pending", None)
         return pending
+
+    def _will_apply(self, op: PendingOp) -> None:
+        pending = self._pending()
+        if pending is not None:
+            pending.ops.append(op)
 
     def _after_commit(self, action: Callable[[], None]) -> None:
         """Run ``action`` once the index has committed (at once in a store without an index)."""
@@ -394,12 +411,15 @@ class DirectoryStore(Store):
         else:
             pending.apply.append(action)
 
-    def _record_stamps(self, root: _fs.DirHandle, paths: list[MemoryPath]) -> None:
-        """Note the on-disk identity of files just made visible. Best effort: a missing stamp only means the
-        next read re-hashes the file to check it."""
-        if not paths or self._index is None:
+    def _record_stamps(self, root: _fs.DirHandle, paths: list[MemoryPath], done: tuple[int, int] | None) -> None:
+        """Note the on-disk identity of files just made visible, and drop the pending rows of the operations
+        just done (versions ``done``). Best effort: a missing stamp only means the next read re-hashes the file to
+        check it; a row left behind is checked against the disk, found done and dropped by the next writer."""
+        if (not paths and done is None) or self._index is None:
             return
         with contextlib.suppress(MemdirError), self._index.transaction("update the store") as conn:
+            if done is not None:
+                self._index.clear_pending(conn, *done)
             for path in paths:
                 with _fs.walk(root, path.parent) as parent:
                     st = _fs.lstat_at(parent, path.name)
@@ -506,7 +526,9 @@ class DirectoryStore(Store):
         origin: Origin,
         op: Op | str,
         ts: float | None = None,
+        replaces: str | None = None,
     ) -> Version:
+        """Write ``target``, which holds ``replaces`` (a SHA-256; None: no file) until the new content is in place."""
         sha = sha256_hex(content)
         if self._index is None or conn is None:
             with _fs.walk(root, target.parent, create=True) as parent:
@@ -525,6 +547,7 @@ class DirectoryStore(Store):
         version = self._index.record_write(
             conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=None, ts=ts
         )
+        self._will_apply(PendingOp(version.version, "install", target.key, sha, temp=temp, replaces=replaces))
         self._after_commit(partial(self._install, root, target, temp))
         return version
 
@@ -555,7 +578,9 @@ class DirectoryStore(Store):
     ) -> Version:
         if self._index is None or conn is None:
             return _untracked(row.version, key_path(row.path), op, origin, None, 0)
-        return self._index.record_delete(conn, row, origin=origin, op=op, ts=ts)
+        version = self._index.record_delete(conn, row, origin=origin, op=op, ts=ts)
+        self._will_apply(PendingOp(version.version, "unlink", row.path, row.sha256))
+        return version
 
     def _record_moves(
         self,
@@ -581,7 +606,9 @@ class DirectoryStore(Store):
                 token = _token(_fs.stamp_of(st)) if st is not None else row.version
                 versions.append(_untracked(token, new, "rename", origin, row.sha256 or None, row.size, row))
                 continue
-            versions.append(self._index.record_move(conn, row, new.key, origin=origin, stamp=stamp, ts=ts))
+            version = self._index.record_move(conn, row, new.key, origin=origin, stamp=stamp, ts=ts)
+            self._will_apply(PendingOp(version.version, "rename", new.key, row.sha256, old_path=row.path))
+            versions.append(version)
         return versions
 
     def _scan(self, target: MemoryPath) -> list[tuple[MemoryPath, _fs.FileStat]]:

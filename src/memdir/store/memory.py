@@ -71,6 +71,7 @@ _SHARED_LOCK = threading.Lock()
 class MemoryStore(Store):
     def __init__(self, *, namespace: str = DEFAULT_NAMESPACE, name: str | None = None) -> None:
         self.namespace = check_namespace(namespace)
+        self._name = name
         if name is None:
             self._s = _State()
         else:
@@ -183,6 +184,13 @@ class MemoryStore(Store):
                 raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
             self._writable(version.path)
             return self._put(version.path, content, origin, version.op, ts=version.timestamp)
+
+    def namespaces(self) -> list[str]:
+        if self._name is None:  # a private store has no neighbours
+            return [self.namespace] if self._s.last_version else []
+        with _SHARED_LOCK:
+            shared = [(ns, state) for (name, ns), state in _SHARED.items() if name == self._name]
+        return sorted(ns for ns, state in shared if state.last_version)
 
     # -- history ------------------------------------------------------------------------------------------
 

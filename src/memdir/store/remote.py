@@ -7,27 +7,41 @@ The token decides the namespace (``namespace=`` is accepted, for `open_store`'s 
 in a configuration file, but visible in process listings), else ``MEMDIR_TOKEN``.
 
 Every method is one request (``update`` is the base class's optimistic read and conditional write, retried on
-conflict). One `httpx.Client` keeps connections open between calls and may be shared by threads. Requests that
-change nothing are retried when the connection fails; a change is never sent twice, since the first may have
-been applied. A 429 is waited out (``Retry-After``) a few times before `RateLimitError`. The server's errors
-come back as the same `MemdirError` subclasses a local store raises.
+conflict). One `httpx.Client` keeps connections open between calls and may be shared by threads. The server's
+errors come back as the same `MemdirError` subclasses a local store raises.
+
+Retries (``retries`` more attempts, with jittered exponential backoff, so a hundred clients of a restarted server
+do not come back in step):
+
+- a request that never left (connection refused, connect timeout) is sent again, whatever it is;
+- a read is sent again when the connection broke, and on ``503 unavailable`` (after its ``Retry-After``);
+- a change carries an ``Idempotency-Key`` made for the call and reused by its retries. On a server whose store
+  records keys (``idempotent_writes`` in ``/v1/whoami``: SQLite and PostgreSQL stores) it is retried like a read:
+  the server makes it at most once and answers what the first attempt did. On any other server a change whose
+  connection broke is never sent again (the first may have been applied);
+- a 429 is waited out (``Retry-After``, up to 10 s) a few times before `RateLimitError`.
+
+When the attempts run out, an unreachable or unavailable server is `StorageUnavailableError` (temporary).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import random
 import time
 import urllib.parse
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .. import __version__
-from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError
+from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError, StorageUnavailableError
 from ..paths import MemoryPath
 from ..server._wire import (
     HEADER_ACTOR,
+    HEADER_IDEMPOTENCY,
     HEADER_SESSION,
     HEADER_SOURCE,
     encode_header,
@@ -47,7 +61,10 @@ __all__ = ["TOKEN_ENV", "RemoteStore"]
 TOKEN_ENV = "MEMDIR_TOKEN"
 _PAGE = 1000
 _MAX_RETRY_AFTER = 10.0  # seconds: a longer wait is the caller's decision, not a library's
-_RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError)
+_BACKOFF = 0.1  # seconds before the first retry; doubled each time, up to _MAX_BACKOFF
+_MAX_BACKOFF = 2.0
+_NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # no byte of the request left
+_BROKEN = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)  # it may have arrived, and been applied
 
 
 class RemoteStore(Store):
@@ -60,7 +77,7 @@ class RemoteStore(Store):
         token: str | None = None,
         namespace: str | None = None,
         timeout: float = 30.0,
-        retries: int = 3,
+        retries: int = 5,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         del namespace  # the token alone decides the namespace (see the module docstring)
@@ -76,13 +93,15 @@ class RemoteStore(Store):
             base_url=base,
             headers={"Authorization": f"Bearer {secret}", "User-Agent": f"memdir/{__version__}"},
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            transport=transport or httpx.HTTPTransport(retries=retries),
+            transport=transport or httpx.HTTPTransport(),  # retried here, with one backoff for every failure
             follow_redirects=False,
         )
         try:
             who = self._json("GET", "/v1/whoami")
             self.namespace = str(who["namespace"])
             self.token_id = str(who["token_id"])
+            # Whether the server's store records idempotency keys, so that a change may be sent again.
+            self.idempotent_writes = who.get("idempotent_writes") is True
         except BaseException:
             self._client.close()
             raise
@@ -179,6 +198,9 @@ class RemoteStore(Store):
         url = _at("restore", as_path(path))
         return _version(self._json("POST", url, json={"version": version}, headers=_origin_headers(origin)))
 
+    def namespaces(self) -> list[str]:
+        return [self.namespace]  # a token reaches its own namespace and no other
+
     def import_version(self, version: Version, content: bytes | None) -> Version:
         encoded = None if content is None else base64.b64encode(content).decode("ascii")
         body = {"version": version_to_json(version), "content": encoded}
@@ -194,24 +216,38 @@ class RemoteStore(Store):
             raise StorageError(f"the server's answer to {method} {url} is not JSON") from exc
 
     def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """One call: the request, sent again as the module docstring says."""
         changes_nothing = method in ("GET", "HEAD")
+        keyed = HEADER_IDEMPOTENCY in kwargs.get("headers", {})
+        resendable = changes_nothing or (keyed and self.idempotent_writes)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
                 response = self._client.request(method, url, **kwargs)
             except httpx.TransportError as exc:
-                if changes_nothing and not last and isinstance(exc, _RETRYABLE):
+                if not last and (isinstance(exc, _NEVER_SENT) or (resendable and isinstance(exc, _BROKEN))):
+                    _pause(attempt)
                     continue
-                raise _transport_error(self.url, exc, changes_nothing) from exc
+                raise _transport_error(self.url, exc, resendable) from exc
             if response.status_code == 429 and not last:
                 wait = _retry_after(response)
                 if wait <= _MAX_RETRY_AFTER:
                     time.sleep(wait)
                     continue
+            if response.status_code == 503 and resendable and not last:
+                _pause(attempt, min(_retry_after(response), _MAX_RETRY_AFTER))
+                continue
             if response.is_success:
                 return response
             raise _error(response)
         raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def _pause(attempt: int, floor: float = 0.0) -> None:
+    """Wait before attempt ``attempt + 1``: exponential, at least ``floor``, jittered by ±50% so that clients
+    that failed together do not all come back together."""
+    base = max(floor, min(_MAX_BACKOFF, _BACKOFF * 2**attempt))
+    time.sleep(base * random.uniform(0.5, 1.5))
 
 
 def _split_url(url: str) -> tuple[str, str | None]:
@@ -230,7 +266,9 @@ def _at(area: str, path: MemoryPath) -> str:
 
 
 def _origin_headers(origin: Origin) -> dict[str, str]:
-    headers = {HEADER_ACTOR: encode_header(origin.actor)}
+    """The headers of a change: who makes it, and its idempotency key (the origin's, else one made for this call
+    and sent again by its retries, so the server makes the change at most once)."""
+    headers = {HEADER_ACTOR: encode_header(origin.actor), HEADER_IDEMPOTENCY: origin.request or uuid.uuid4().hex}
     if origin.session is not None:
         headers[HEADER_SESSION] = encode_header(origin.session)
     if origin.source is not None:
@@ -265,7 +303,11 @@ def _error(response: httpx.Response) -> StorageError | Exception:
     return error
 
 
-def _transport_error(url: str, exc: httpx.TransportError, changes_nothing: bool) -> StorageError:
-    if isinstance(exc, httpx.TimeoutException) and not changes_nothing:
+def _transport_error(url: str, exc: httpx.TransportError, resendable: bool) -> StorageError:
+    if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, _NEVER_SENT) and not resendable:
         return StorageError(f"the memdir server at {url} did not answer in time; the change may have been applied")
-    return StorageError(f"could not reach the memdir server at {url} ({type(exc).__name__})")
+    if isinstance(exc, _BROKEN) and not resendable:
+        return StorageError(
+            f"could not reach the memdir server at {url} ({type(exc).__name__}); the change may have been applied"
+        )
+    return StorageUnavailableError(f"could not reach the memdir server at {url} ({type(exc).__name__})")

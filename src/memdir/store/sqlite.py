@@ -227,6 +227,14 @@ class SQLiteStore(Store):
     def prune_history(self, before: float) -> int:
         return self._index.prune(before)
 
+    def namespaces(self) -> list[str]:
+        return self._index.namespaces()
+
+    records_requests = True  # each change and its versions (with origin.request) are one transaction
+
+    def requested(self, key: str) -> list[Version]:
+        return self._index.requested(key)
+
     def read_blob(self, sha256: str) -> bytes:
         with self._index.reading("read a version") as conn:
             content = self._index.blob(conn, sha256)

@@ -1,0 +1,652 @@
+"""The PostgreSQL store: every namespace, file, version and blob in one PostgreSQL database
+(``postgresql://user:password@host/db``), shared by any number of memdir servers and agents: one truth.
+
+Tables (``memdir_`` prefixed, so the database can be shared with other applications), made by the named
+migrations below, recorded in ``_memdir_migrations``:
+
+- ``memdir_files``: the current state, one row per file (version, SHA-256, size, time);
+- ``memdir_versions``: the append-only change log, numbered 1, 2, 3... per namespace;
+- ``memdir_blobs``: the content of every version, by namespace and SHA-256 (deduplicated within a namespace);
+- ``memdir_namespaces``: per namespace, the last version number and the file and byte counts.
+
+Paths are ``COLLATE "C"``: directory ranges (``path >= 'a/' AND path < 'a0'``) and tree order need byte order,
+whatever the database's own collation.
+
+Concurrency. Every write transaction starts by locking its namespace's row (``SELECT ... FOR UPDATE``), then
+reads, checks and writes under READ COMMITTED, whose every statement sees what committed before it. Version
+numbers are contiguous per namespace, so writes to one namespace are ordered by that row anyway; taking it first
+also makes each read-modify-write (``update``: str_replace, insert; ``move``; a write with a precondition) and each
+structural check (a file where a directory is being made) atomic across servers: no lost update, no file below a
+file. Namespaces write in parallel; reads never wait. A transaction PostgreSQL aborts for a serialization failure
+or a deadlock is run again (a bounded number of times) by `PgDatabase.run`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    AlreadyExistsError,
+    CorruptStoreError,
+    NotADirectoryError_,
+    NotAFileError,
+    NotFoundError,
+    PathError,
+)
+from ..paths import MemoryPath
+from . import redact_url
+from ._base import (
+    ANY,
+    DEFAULT_NAMESPACE,
+    Entry,
+    Expect,
+    FileData,
+    Op,
+    Origin,
+    PathLike,
+    Stat,
+    Store,
+    Usage,
+    Version,
+    as_path,
+    check_expect,
+    check_move,
+    check_namespace,
+    key_path,
+    prunable_versions,
+    sha256_hex,
+)
+from ._migrations import Migrations, Schema
+from ._pg import PgDatabase, split_url
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from ._pg import PgConnection
+
+__all__ = ["PostgresStore", "migrations"]
+
+migrations = Migrations("memdir", dialect="postgres")
+
+
+@migrations("0001_initial")
+def _initial(schema: Schema) -> None:
+    schema.script(
+        """
+        CREATE TABLE memdir_files (
+            ns TEXT COLLATE "C" NOT NULL,
+            path TEXT COLLATE "C" NOT NULL,
+            version BIGINT NOT NULL,
+            sha256 TEXT COLLATE "C" NOT NULL,
+            size BIGINT NOT NULL,
+            modified DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (ns, path)
+        );
+        CREATE TABLE memdir_versions (
+            ns TEXT COLLATE "C" NOT NULL,
+            version BIGINT NOT NULL,
+            path TEXT COLLATE "C" NOT NULL,
+            op TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            session TEXT,
+            source TEXT,
+            ts DOUBLE PRECISION NOT NULL,
+            sha256 TEXT COLLATE "C",
+            size BIGINT NOT NULL,
+            old_path TEXT COLLATE "C",
+            PRIMARY KEY (ns, version)
+        );
+        CREATE INDEX memdir_versions_by_path ON memdir_versions (ns, path, version);
+        CREATE INDEX memdir_versions_by_old_path ON memdir_versions (ns, old_path, version)
+            WHERE old_path IS NOT NULL;
+        CREATE TABLE memdir_blobs (
+            ns TEXT COLLATE "C" NOT NULL,
+            sha256 TEXT COLLATE "C" NOT NULL,
+            content BYTEA NOT NULL,
+            PRIMARY KEY (ns, sha256)
+        );
+        """
+    )
+
+
+@migrations("0002_namespace_counters")
+def _namespace_counters(schema: Schema) -> None:
+    # The first schema numbered a namespace's versions max(version) + 1 and summed memdir_files for its usage:
+    # two scans per write, and nothing one write could lock to order itself before the next. A row per namespace
+    # keeps the counters and is that lock. Backfilled from what is recorded: the highest version number anywhere
+    # (a current file's version outlives a pruned log entry), the files and bytes there are now.
+    schema.script(
+        """
+        CREATE TABLE memdir_namespaces (
+            ns TEXT COLLATE "C" PRIMARY KEY,
+            last_version BIGINT NOT NULL DEFAULT 0,
+            files BIGINT NOT NULL DEFAULT 0,
+            bytes BIGINT NOT NULL DEFAULT 0
+        );
+        INSERT INTO memdir_namespaces (ns, last_version, files, bytes)
+        SELECT ns, max(last), sum(files), sum(bytes) FROM (
+            SELECT ns, max(version) AS last, 0 AS files, 0 AS bytes FROM memdir_versions GROUP BY ns
+            UNION ALL
+            SELECT ns, max(version), count(*), sum(size) FROM memdir_files GROUP BY ns
+        ) AS recorded GROUP BY ns;
+        """
+    )
+
+
+@migrations("0003_request_keys")
+def _request_keys(schema: Schema) -> None:
+    # The idempotency key of the call that made a version (`Origin.request`), written in the version's own
+    # transaction. Unique per path: the same call applied twice (a retry racing its lost original) fails instead.
+    schema.script(
+        """
+        ALTER TABLE memdir_versions ADD COLUMN request TEXT COLLATE "C";
+        CREATE UNIQUE INDEX memdir_versions_by_request ON memdir_versions (ns, request, path)
+            WHERE request IS NOT NULL;
+        """
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A ``memdir_files`` row."""
+
+    path: str
+    version: int
+    sha256: str
+    size: int
+    modified: float
+
+
+_FILE_COLUMNS = "path, version, sha256, size, modified"
+_VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
+
+
+def _file(row: Sequence[Any]) -> _Row:
+    return _Row(str(row[0]), int(row[1]), str(row[2]), int(row[3]), float(row[4]))
+
+
+_READ_FILE = (
+    "SELECT f.version, f.sha256, f.modified, b.content FROM memdir_files f "
+    "LEFT JOIN memdir_blobs b ON b.ns = f.ns AND b.sha256 = f.sha256 WHERE f.ns = ? AND f.path = ?"
+)
+_HAS_BELOW = "SELECT 1 FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? LIMIT 1"
+
+
+def _file_data(target: MemoryPath, row: Sequence[Any]) -> FileData:
+    """A `_READ_FILE` row as the file it is."""
+    version, sha, modified, content = row
+    if content is None:
+        raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
+    return FileData(target, bytes(content), int(version), str(sha), float(modified))
+
+
+def _version(row: Sequence[Any]) -> Version:
+    version, path, op, actor, session, source, ts, sha, size, old = row
+    return Version(
+        version=int(version),
+        path=key_path(str(path)),
+        op=str(op),
+        actor=str(actor),
+        session=session,
+        source=source,
+        timestamp=float(ts),
+        sha256=sha,
+        size=int(size),
+        old_path=None if old is None else key_path(str(old)),
+    )
+
+
+def _range(key: str) -> tuple[str, str]:
+    """Keys strictly below directory ``key``: ``key/`` <= k < ``key0`` ('0' sorts right after '/')."""
+    return (key + "/", key + "0") if key else ("", "\U0010ffff")
+
+
+@dataclass(slots=True)
+class _Place:
+    """What a write finds at its target: the file there, the file among its ancestors, whether files lie below."""
+
+    row: _Row | None
+    blocker: str | None
+    has_below: bool
+
+
+@dataclass(slots=True)
+class _Changes:
+    """One write transaction of a namespace: holds the namespace's lock, numbers its versions, and sends all its
+    changes in one round trip (`flush`)."""
+
+    conn: PgConnection
+    ns: str
+    last: int = 0
+    added_files: int = 0
+    added_bytes: int = 0
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    gone: list[str] = field(default_factory=list)
+    put: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    logged: list[tuple[Any, ...]] = field(default_factory=list)
+
+    @classmethod
+    def begin(cls, conn: PgConnection, ns: str) -> _Changes:
+        # The lock every writer of the namespace takes first (see the module docstring).
+        row = conn.execute("SELECT last_version FROM memdir_namespaces WHERE ns = ? FOR UPDATE", (ns,)).fetchone()
+        if row is None:  # opened read-only before the namespace had a row, or its row was removed by hand
+            conn.execute("INSERT INTO memdir_namespaces (ns) VALUES (?) ON CONFLICT DO NOTHING", (ns,))
+            row = conn.execute("SELECT last_version FROM memdir_namespaces WHERE ns = ? FOR UPDATE", (ns,)).fetchone()
+        assert row is not None
+        return cls(conn, ns, last=int(row[0]))
+
+    def write(
+        self,
+        key: str,
+        content: bytes,
+        before: _Row | None,
+        *,
+        op: str,
+        origin: Origin,
+        ts: float | None = None,
+    ) -> Version:
+        sha = sha256_hex(content)
+        self.blobs[sha] = content
+        self.added_files += 0 if before else 1
+        self.added_bytes += len(content) - (before.size if before else 0)
+        return self._record(key, op, origin, ts, sha, len(content), None)
+
+    def delete(self, row: _Row, *, origin: Origin, op: str = "delete", ts: float | None = None) -> Version:
+        self.added_files -= 1
+        self.added_bytes -= row.size
+        self.gone.append(row.path)
+        return self._record(row.path, op, origin, ts, None, 0, None)
+
+    def move(self, row: _Row, new_key: str, *, origin: Origin, ts: float | None = None) -> Version:
+        self.gone.append(row.path)
+        return self._record(new_key, "rename", origin, ts, row.sha256, row.size, row.path)
+
+    def _record(
+        self, key: str, op: str, origin: Origin, ts: float | None, sha: str | None, size: int, old: str | None
+    ) -> Version:
+        self.last += 1
+        now = time.time() if ts is None else ts
+        if sha is not None:
+            self.put[key] = (self.ns, key, self.last, sha, size, now)
+        row = (self.last, key, op, origin.actor, origin.session, origin.source, now, sha, size, old)
+        self.logged.append((self.ns, *row, origin.request))
+        return _version(row)
+
+    def flush(self) -> None:
+        """Send every change as one pipeline: one round trip however many files a delete or a rename touched."""
+        conn = self.conn
+        with conn.raw.pipeline():
+            if self.blobs:
+                conn.executemany(
+                    "INSERT INTO memdir_blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    [(self.ns, sha, content) for sha, content in self.blobs.items()],
+                )
+            if self.gone:
+                conn.execute("DELETE FROM memdir_files WHERE ns = ? AND path = ANY(?)", (self.ns, self.gone))
+            if self.put:
+                conn.executemany(
+                    f"INSERT INTO memdir_files (ns, {_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (ns, path) DO UPDATE SET version = excluded.version, sha256 = excluded.sha256, "
+                    "size = excluded.size, modified = excluded.modified",
+                    list(self.put.values()),
+                )
+            if self.logged:
+                conn.executemany(
+                    f"INSERT INTO memdir_versions (ns, {_VERSION_COLUMNS}, request) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    self.logged,
+                )
+                conn.execute(
+                    "UPDATE memdir_namespaces SET last_version = ?, files = files + ?, bytes = bytes + ? WHERE ns = ?",
+                    (self.last, self.added_files, self.added_bytes, self.ns),
+                )
+
+
+class PostgresStore(Store):
+    """A namespace in a PostgreSQL database. ``url``: ``postgresql://user:password@host:port/dbname`` with libpq's
+    parameters and memdir's own (``pool_min``, ``pool_max``, ``pool_timeout``, ``retries``) in the query."""
+
+    def __init__(self, url: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        self.namespace = check_namespace(namespace)
+        self.url = redact_url(url)  # what may be shown; the password stays with the pool only
+        dsn, options = split_url(url)
+        self._db = PgDatabase(dsn, options)
+        try:
+            self._db.ensure(migrations)
+            if not self._db.read_only:
+                with self._db.transaction("open the store") as conn:
+                    conn.execute("INSERT INTO memdir_namespaces (ns) VALUES (?) ON CONFLICT DO NOTHING", (namespace,))
+        except BaseException:
+            self._db.close()
+            raise
+        # The features' tables live in the same database, on the same pool: one truth for every server.
+        self.__dict__["_aux_db"] = self._db
+
+    @property
+    def read_only(self) -> bool:
+        return self._db.read_only
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r}, namespace={self.namespace!r})"
+
+    def close(self) -> None:
+        super().close()
+        self._db.close()
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    # Reads are single statements (`PgDatabase.query`): one round trip, one snapshot, never waiting for a writer.
+
+    def stat(self, path: PathLike) -> Stat | None:
+        target = as_path(path)
+        if target.is_root:
+            return Stat(target, "dir", self.usage().bytes)
+        low, high = _range(target.key)
+        rows = self._db.query(
+            "read the store",
+            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ? "
+            "UNION ALL SELECT NULL, count(*), NULL, coalesce(sum(size), 0)::bigint, NULL FROM memdir_files "
+            "WHERE ns = ? AND path >= ? AND path < ?",
+            (self.namespace, target.key, self.namespace, low, high),
+        )
+        for path_, version, sha, size, modified in rows:
+            if path_ is not None:
+                return Stat(target, "file", int(size), int(version), str(sha), float(modified))
+            if version:  # files below: a directory
+                return Stat(target, "dir", int(size))
+        return None
+
+    def read(self, path: PathLike) -> FileData:
+        target = as_path(path)
+        rows = [] if target.is_root else self._db.query("read a file", _READ_FILE, (self.namespace, target.key))
+        if not rows:
+            if target.is_root or self._has_below(None, target.key):
+                raise NotAFileError(f"{target.virtual} is a directory")
+            raise NotFoundError(f"{target.virtual} does not exist")
+        return _file_data(target, rows[0])
+
+    def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
+        target = as_path(path)
+        low, high = _range(target.key)
+        found = [
+            _file(r)
+            for r in self._db.query(
+                "list files",
+                # Tree order: '/' sorts as chr(1), below every character a name may hold (and "C": byte order).
+                f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND (path = ? OR path >= ? AND path < ?) "
+                "ORDER BY replace(path, '/', chr(1))",
+                (self.namespace, target.key, low, high),
+            )
+        ]
+        if not target.is_root:
+            if any(r.path == target.key for r in found):
+                raise NotADirectoryError_(f"{target.virtual} is a file")
+            if not found:
+                raise NotFoundError(f"{target.virtual} does not exist")
+        return [Entry(key_path(r.path), r.size, r.modified, r.version, r.sha256) for r in found]
+
+    def usage(self) -> Usage:
+        rows = self._db.query(
+            "read the store", "SELECT files, bytes FROM memdir_namespaces WHERE ns = ?", (self.namespace,)
+        )
+        return Usage(files=int(rows[0][0]), bytes=int(rows[0][1])) if rows else Usage(0, 0)
+
+    records_requests = True  # each change and its versions (with origin.request) are one transaction
+
+    def requested(self, key: str) -> list[Version]:
+        with self._db.reading("read the history") as conn:
+            rows = conn.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND request = ? ORDER BY version",
+                (self.namespace, key),
+            ).fetchall()
+        return [_version(r) for r in rows]
+
+    def namespaces(self) -> list[str]:
+        rows = self._db.query(
+            "list the namespaces", "SELECT ns FROM memdir_namespaces WHERE last_version > 0 ORDER BY ns"
+        )
+        return [str(r[0]) for r in rows]
+
+    # -- writing ------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        path: PathLike,
+        content: bytes,
+        *,
+        expect: Expect = ANY,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        target = as_path(path)
+
+        def work(conn: PgConnection) -> Version:
+            changes = _Changes.begin(conn, self.namespace)
+            before = self._writable(conn, target)
+            check_expect(target, None if before is None else before.version, expect)
+            version = changes.write(target.key, content, before, op=op, origin=origin)
+            changes.flush()
+            return version
+
+        return self._db.run("write a file", work)
+
+    def update(
+        self,
+        path: PathLike,
+        change: Callable[[FileData], bytes],
+        *,
+        origin: Origin = Origin(),
+        op: Op = "write",
+    ) -> Version:
+        # Read, change and write under the namespace's lock, in one transaction: no other writer, on this server
+        # or another, can slip in between, so nothing is lost (a deadlock retry runs ``change`` again on what is
+        # then current, as the base contract allows).
+        target = as_path(path)
+
+        def work(conn: PgConnection) -> Version:
+            changes = _Changes.begin(conn, self.namespace)
+            current = self._fetch(conn, target)
+            before = _Row(target.key, current.version, current.sha256, len(current.content), current.modified)
+            version = changes.write(target.key, change(current), before, op=op, origin=origin)
+            changes.flush()
+            return version
+
+        return self._db.run("edit a file", work)
+
+    def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        target = as_path(path)
+        if target.is_root:
+            raise PathError(target.virtual, "not_allowed", "the root cannot be deleted")
+
+        def work(conn: PgConnection) -> list[Version]:
+            changes = _Changes.begin(conn, self.namespace)
+            rows = self._file_or_below(conn, target)
+            if not rows:
+                raise NotFoundError(f"{target.virtual} does not exist")
+            versions = [changes.delete(r, origin=origin) for r in rows]
+            changes.flush()
+            return versions
+
+        return self._db.run("delete", work)
+
+    def move(self, src: PathLike, dst: PathLike, *, origin: Origin = Origin()) -> list[Version]:
+        source, dest = as_path(src), as_path(dst)
+        check_move(source, dest)
+
+        def work(conn: PgConnection) -> list[Version]:
+            changes = _Changes.begin(conn, self.namespace)
+            rows = self._file_or_below(conn, source)
+            if not rows:
+                raise NotFoundError(f"{source.virtual} does not exist")
+            place = self._place(conn, dest)
+            if dest.is_root or place.row is not None or place.has_below:
+                raise AlreadyExistsError(f"{dest.virtual} already exists")
+            if place.blocker is not None:
+                raise NotADirectoryError_(f"/memories/{place.blocker} is a file")
+            versions = [changes.move(r, key_path(r.path).rebase(source, dest).key, origin=origin) for r in rows]
+            changes.flush()
+            return versions
+
+        return self._db.run("rename", work)
+
+    def import_version(self, version: Version, content: bytes | None) -> Version:
+        origin = Origin(version.actor, version.session, version.source)
+
+        def work(conn: PgConnection) -> Version:
+            changes = _Changes.begin(conn, self.namespace)
+            made = self._import(conn, changes, version, content, origin)
+            changes.flush()
+            return made
+
+        return self._db.run("import a version", work)
+
+    def _import(
+        self, conn: PgConnection, changes: _Changes, version: Version, content: bytes | None, origin: Origin
+    ) -> Version:
+        at = version.timestamp
+        if version.sha256 is None:
+            row = self._get(conn, version.path.key)
+            if row is None:
+                raise NotFoundError(f"{version.path.virtual} does not exist")
+            return changes.delete(row, origin=origin, op=version.op, ts=at)
+        if version.op == "rename" and version.old_path is not None:
+            row = self._get(conn, version.old_path.key)
+            if row is None:
+                raise NotFoundError(f"{version.old_path.virtual} does not exist")
+            if self._writable(conn, version.path) is not None:
+                raise AlreadyExistsError(f"{version.path.virtual} already exists")
+            return changes.move(row, version.path.key, origin=origin, ts=at)
+        if content is None:
+            raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
+        before = self._writable(conn, version.path)
+        return changes.write(version.path.key, content, before, op=version.op, origin=origin, ts=at)
+
+    # -- history ------------------------------------------------------------------------------------------
+
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
+        del rescan  # every change is recorded as it is made
+        last = since
+        while True:
+            rows = self._db.query(
+                "read the history",
+                f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND version > ? "
+                "ORDER BY version LIMIT 500",
+                (self.namespace, last),
+            )
+            if not rows:
+                return
+            for row in rows:
+                item = _version(row)
+                last = item.version
+                yield item
+
+    def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
+        limit = before if before is not None else 1 << 62
+        rows = self._db.query(
+            "read the history",
+            f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND path = ? AND version < ? "
+            f"UNION SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND old_path = ? AND version < ? "
+            "ORDER BY version",
+            (self.namespace, path.key, limit, self.namespace, path.key, limit),
+        )
+        return [_version(r) for r in rows]
+
+    def read_blob(self, sha256: str) -> bytes:
+        rows = self._db.query(
+            "read a version", "SELECT content FROM memdir_blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha256)
+        )
+        if not rows:
+            raise NotFoundError("no version of this namespace has that content")
+        return bytes(rows[0][0])
+
+    def prune_history(self, before: float) -> int:
+        def work(conn: PgConnection) -> int:
+            _Changes.begin(conn, self.namespace)  # the namespace's lock: no write lands while the log is judged
+            rows = conn.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? ORDER BY version", (self.namespace,)
+            ).fetchall()
+            gone = sorted(prunable_versions((_version(r) for r in rows), before))
+            if not gone:
+                return 0
+            conn.execute("DELETE FROM memdir_versions WHERE ns = ? AND version = ANY(?)", (self.namespace, gone))
+            # Content no remaining version (nor a current file) needs; the namespace's counters are unchanged.
+            conn.execute(
+                "DELETE FROM memdir_blobs b WHERE b.ns = ?1 "
+                "AND NOT EXISTS (SELECT 1 FROM memdir_versions v WHERE v.ns = ?1 AND v.sha256 = b.sha256) "
+                "AND NOT EXISTS (SELECT 1 FROM memdir_files f WHERE f.ns = ?1 AND f.sha256 = b.sha256)",
+                (self.namespace,),
+            )
+            return len(gone)
+
+        return self._db.run("prune the history", work)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+
+    def _get(self, conn: PgConnection, key: str) -> _Row | None:
+        row = conn.execute(
+            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ?", (self.namespace, key)
+        ).fetchone()
+        return None if row is None else _file(row)
+
+    def _has_below(self, conn: PgConnection | None, key: str) -> bool:
+        """Whether files lie below ``key`` (a directory), in ``conn``'s transaction or on its own."""
+        low, high = _range(key)
+        params = (self.namespace, low, high)
+        if conn is None:
+            return bool(self._db.query("read the store", _HAS_BELOW, params))
+        return conn.execute(_HAS_BELOW, params).fetchone() is not None
+
+    def _file_or_below(self, conn: PgConnection, target: MemoryPath) -> list[_Row]:
+        """The file at ``target``, or every file below the directory ``target``."""
+        row = self._get(conn, target.key)
+        if row is not None:
+            return [row]
+        low, high = _range(target.key)
+        rows = conn.execute(
+            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? "
+            "ORDER BY replace(path, '/', chr(1))",
+            (self.namespace, low, high),
+        ).fetchall()
+        return [_file(r) for r in rows]
+
+    def _place(self, conn: PgConnection, target: MemoryPath) -> _Place:
+        """The file at ``target``, the nearest-the-root file among its ancestors, and whether a file lies below it:
+        one query."""
+        low, high = _range(target.key)
+        rows = conn.execute(
+            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ANY(?) "
+            f"UNION ALL (SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? LIMIT 1)",
+            (self.namespace, [target.key, *(a.key for a in target.ancestors())], self.namespace, low, high),
+        ).fetchall()
+        found = [_file(r) for r in rows]
+        ancestors = sorted((r.path for r in found if r.path != target.key and not r.path.startswith(low)), key=len)
+        return _Place(
+            row=next((r for r in found if r.path == target.key), None),
+            blocker=ancestors[0] if ancestors else None,
+            has_below=any(r.path.startswith(low) for r in found),
+        )
+
+    def _writable(self, conn: PgConnection, target: MemoryPath) -> _Row | None:
+        """The current row at ``target`` (None if free), after checking a file may live there."""
+        if target.is_root:
+            raise NotAFileError("/memories is a directory")
+        place = self._place(conn, target)
+        if place.blocker is not None:
+            raise NotADirectoryError_(f"/memories/{place.blocker} is a file")
+        if place.row is None and place.has_below:
+            raise NotAFileError(f"{target.virtual} is a directory")
+        return place.row
+
+    def _fetch(self, conn: PgConnection, target: MemoryPath) -> FileData:
+        """The file at ``target`` with its content, inside a write transaction."""
+        found = None if target.is_root else conn.execute(_READ_FILE, (self.namespace, target.key)).fetchone()
+        if found is None:
+            raise self._missing_file(conn, target)
+        return _file_data(target, found)
+
+    def _missing_file(self, conn: PgConnection, target: MemoryPath) -> NotAFileError | NotFoundError:
+        if target.is_root or self._has_below(conn, target.key):
+            return NotAFileError(f"{target.virtual} is a directory")
+        return NotFoundError(f"{target.virtual} does not exist")
