@@ -24,6 +24,11 @@ Query embedding is real.
 
     python benchmarks/bench_search.py                      # 100,000 files
     python benchmarks/bench_search.py --files 10000        # quicker
+    python benchmarks/bench_search.py --store postgresql://user:pw@host/emptydb   # on PostgreSQL (issue 7)
+
+On PostgreSQL (``--store``, an empty database), "agreement" compares the plan's results with the same engine
+scoring every passage of every query term (its exact BM25 formula); ``--analyze`` runs ``VACUUM ANALYZE`` on the
+index after building it, as autovacuum would a little later.
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from memdir import SQLiteStore
+from memdir import SQLiteStore, Store, open_store
 from memdir.search import LocalModel, Searcher
 from memdir.search._text import match_expression, query_terms
 
@@ -133,7 +139,7 @@ class Corpus:
         return found
 
 
-def populate(store: SQLiteStore, corpus: Corpus, files: int) -> float:
+def populate(store: Store, corpus: Corpus, files: int) -> float:
     started = time.perf_counter()
     for n in range(files):
         store.write(f"/memories/d{n % 1000:03d}/note_{n}.md", corpus.note(n).encode())
@@ -152,18 +158,15 @@ def latencies(searcher: Searcher, asked: list[str], mode: str) -> list[float]:
 
 def agreement(searcher: Searcher, asked: list[str], k: int = 10) -> str:
     """How close the planned full-text results are to exact BM25 over the OR of every query term."""
-    conn = searcher.store.aux.conn
-    exact_sql = (
-        "SELECT rowid, -rank FROM search_fts WHERE search_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)' "
-        "ORDER BY rank LIMIT ?"
-    )
+    engine = searcher.index.engine if searcher.store.aux.dialect == "postgres" else None
     same, ratios = 0, []
     for query in asked:
         terms = query_terms(query)
-        best = conn.execute(exact_sql, (match_expression(terms), k)).fetchall()
+        with searcher.store.aux.reading("bench") as conn:
+            best = _exact(conn, terms, k, engine)
+            scores = dict(_exact(conn, terms, 10**9, engine)) if best else {}
         if not best:
             continue
-        scores = dict(conn.execute(exact_sql, (match_expression(terms), 10**9)).fetchall())
         got = [c.chunk for c in searcher.index.full_text(query, k, None)]
         same += sum(scores.get(chunk, 0.0) >= best[-1][1] - 1e-9 for chunk in got) == len(best)
         ratios.append(sum(scores.get(chunk, 0.0) for chunk in got) / sum(score for _, score in best))
@@ -172,6 +175,21 @@ def agreement(searcher: Searcher, asked: list[str], k: int = 10) -> str:
         f"BM25 mass of the hits {100 * statistics.mean(ratios):.1f}% of the exact top {k}'s (min "
         f"{100 * min(ratios):.0f}%)"
     )
+
+
+def _exact(conn: Any, terms: list[str], limit: int, engine: Any) -> list[tuple[int, float]]:
+    """Every passage of every term scored (FTS5's BM25, or the PostgreSQL engine's formula), the best first."""
+    if engine is None:
+        sql = (
+            "SELECT rowid, -rank FROM search_fts WHERE search_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)' "
+            "ORDER BY rank LIMIT ?"
+        )
+        return [(int(c), float(s)) for c, s in conn.execute(sql, (match_expression(terms), limit)).fetchall()]
+    from memdir.search._pg import _Terms, tsquery_terms
+
+    known = _Terms(conn, tsquery_terms(terms), engine._known)
+    every = list(known.query)
+    return engine._score(conn, known, every, known.any_of(every), limit, None) if every else []
 
 
 def passages(searcher: Searcher) -> list[tuple[str, str]]:
@@ -199,7 +217,8 @@ def fake_fill(searcher: Searcher, provider: LocalModel, sample: int) -> tuple[fl
     index = searcher.index
     with index.store.aux.transaction("bench") as conn:
         conn.executemany(
-            "INSERT OR REPLACE INTO search_vectors (ns, model, text_sha, vector) VALUES (?, ?, ?, ?)",
+            "INSERT INTO search_vectors (ns, model, text_sha, vector) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (ns, model, text_sha) DO UPDATE SET vector = excluded.vector",
             ((index.ns, provider.name, sha, real[rng.integers(len(real))].tobytes()) for sha, _ in rows),
         )
     index._bump()
@@ -212,15 +231,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embed-sample", type=int, default=2_000)
     parser.add_argument("--embed-all", action="store_true", help="embed every passage (minutes per 100k files)")
+    parser.add_argument("--store", help="a store URL (an empty PostgreSQL database) instead of a temporary SQLite file")
+    parser.add_argument("--analyze", action="store_true", help="PostgreSQL: VACUUM ANALYZE the index once built")
     args = parser.parse_args(argv)
     corpus = Corpus()
     with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "bench.db")
+        store = open_store(args.store, namespace="bench") if args.store else SQLiteStore(Path(tmp) / "bench.db")
         print(f"populate {args.files:,} files: {populate(store, corpus, args.files):.1f} s", flush=True)
         searcher = Searcher(store, settings={"provider": "none"})
         started = time.perf_counter()
         searcher.reindex(embed=False)
         print(f"index (full-text) {args.files:,} files: {time.perf_counter() - started:.1f} s", flush=True)
+        if args.analyze and store.aux.dialect == "postgres":
+            analyze(args.store)
         asked = corpus.queries(args.queries)
         report("full-text", latencies(searcher, asked, "fts"))
         print(agreement(searcher, asked), flush=True)
@@ -247,6 +270,15 @@ def main(argv: list[str] | None = None) -> None:
         hybrid.search("budget review", mode="hybrid")
         print(f"hybrid search right after a write: {time.perf_counter() - started:.2f} s", flush=True)
         store.close()
+
+
+def analyze(url: str) -> None:
+    import psycopg
+
+    started = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as pg:
+        pg.execute("VACUUM ANALYZE search_chunks")
+    print(f"VACUUM ANALYZE search_chunks: {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def report(name: str, took: list[float]) -> None:

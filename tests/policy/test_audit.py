@@ -7,11 +7,19 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memdir import MemoryTool, Store, open_store
 from memdir.policy.audit import AuditLog, audit_log
 from memdir.store._base import sha256_hex
+from support.postgres import database_url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store whose audit log can be read past memdir: a SQLite file, or a PostgreSQL database."""
+    return f"sqlite://{tmp_path / 'm.db'}" if request.param == "sqlite" else database_url(str(tmp_path))
 
 
 def test_reads_and_writes_are_recorded_with_who_what_and_hash(store: Store) -> None:
@@ -43,8 +51,14 @@ def test_the_log_filters_by_path_and_time(store: Store) -> None:
     assert [e.path for e in log.entries(limit=1)] == ["/memories/dir/c.md"]
 
 
-def _rows(db: Path) -> int:
-    conn = sqlite3.connect(db)
+def _rows(url: str) -> int:
+    """Audit rows, counted on a connection of the test's own (what another process would see)."""
+    if url.startswith("postgresql://"):
+        with psycopg.connect(url) as pg:
+            (table,) = pg.execute("SELECT to_regclass('audit')").fetchone() or (None,)
+            counted = pg.execute("SELECT count(*) FROM audit").fetchone() if table else None
+        return int(counted[0]) if counted else 0
+    conn = sqlite3.connect(url.removeprefix("sqlite://"))
     try:
         return int(conn.execute("SELECT count(*) FROM audit").fetchone()[0])
     except sqlite3.OperationalError:  # not created yet
@@ -53,45 +67,42 @@ def _rows(db: Path) -> int:
         conn.close()
 
 
-def test_reads_are_buffered_and_writes_are_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reads_are_buffered_and_writes_are_not(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(AuditLog, "max_delay", 3600.0)  # no flush by age during this test
-    db = tmp_path / "m.db"
-    with open_store(f"sqlite://{db}") as store:
+    with open_store(url) as store:
         tool = MemoryTool(store)
         tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"})
-        assert _rows(db) == 1  # a write is flushed with it
+        assert _rows(url) == 1  # a write is flushed with it
         for _ in range(5):
             tool.execute({"command": "view", "path": "/memories/a.md"})
-        assert _rows(db) == 1  # reads wait in the buffer
+        assert _rows(url) == 1  # reads wait in the buffer
         tool.close()
-        assert _rows(db) == 6
+        assert _rows(url) == 6
 
 
-def test_a_full_buffer_is_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_buffer_is_flushed(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(AuditLog, "max_delay", 3600.0)
     monkeypatch.setattr(AuditLog, "max_records", 3)
-    db = tmp_path / "m.db"
-    with open_store(f"sqlite://{db}") as store:
+    with open_store(url) as store:
         store.write("/memories/a.md", b"x")
         tool = MemoryTool(store)
         for _ in range(2):
             tool.execute({"command": "view", "path": "/memories/a.md"})
-        assert _rows(db) == 0
+        assert _rows(url) == 0
         tool.execute({"command": "view", "path": "/memories/a.md"})
-        assert _rows(db) == 3
+        assert _rows(url) == 3
         tool.close()
 
 
-def test_an_idle_process_flushes_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_idle_process_flushes_in_the_background(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(AuditLog, "max_delay", 0.05)
-    db = tmp_path / "m.db"
-    with open_store(f"sqlite://{db}") as store:
+    with open_store(url) as store:
         store.write("/memories/a.md", b"x")
         tool = MemoryTool(store)
         tool.execute({"command": "view", "path": "/memories/a.md"})
         done = threading.Event()
         for _ in range(400):  # the timer thread writes it; wait for that, not for a fixed time
-            if _rows(db) == 1:
+            if _rows(url) == 1:
                 done.set()
                 break
             done.wait(0.025)
@@ -112,6 +123,31 @@ def test_the_log_is_append_only(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_the_log_is_append_only_on_postgres(tmp_path: Path) -> None:
+    url = database_url(str(tmp_path))
+    with open_store(url) as store, MemoryTool(store) as tool:
+        tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"})
+    with psycopg.connect(url, autocommit=True) as pg:
+        for statement in ("UPDATE audit SET actor = 'nobody'", "DELETE FROM audit", "TRUNCATE audit"):
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                pg.execute(statement)  # type: ignore[arg-type]
+    assert _rows(url) == 1
+
+
+def test_refused_paths_holding_nul_or_surrogates_are_logged(store: Store) -> None:
+    """A path is logged as sent even when refused; one no database can store as it is must not stop the log."""
+    with MemoryTool(store) as tool:
+        tool.execute({"command": "view", "path": "/memories/a\x00b.md"})
+        tool.execute({"command": "view", "path": "/memories/\ud800.md"})
+        tool.execute({"command": "create", "path": "/memories/ok.md", "file_text": "x"})
+    entries = audit_log(store).entries()
+    assert [(e.path, e.outcome) for e in entries] == [
+        ("/memories/a\ufffdb.md", "error"),
+        ("/memories/?.md", "error"),
+        ("/memories/ok.md", "ok"),
+    ]
+
+
 def test_last_access_comes_from_reads_without_a_write_per_read(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(AuditLog, "max_delay", 3600.0)
     store.write("/memories/a.md", b"x")
@@ -122,12 +158,11 @@ def test_last_access_comes_from_reads_without_a_write_per_read(store: Store, mon
     assert audit_log(store).last_access()["/memories/a.md"] == pending
 
 
-def test_the_cli_is_audited(tmp_path: Path) -> None:
+def test_the_cli_is_audited(url: str) -> None:
     from click.testing import CliRunner
 
     from memdir.cli import cli
 
-    url = f"sqlite://{tmp_path / 'm.db'}"
     with open_store(url) as store:
         store.write("/memories/a.md", b"hello\n")
     for args in (["cat", "/memories/a.md"], ["restore", "/memories/a.md", "1"], ["history", "/memories/a.md"]):

@@ -10,11 +10,12 @@ from click.testing import CliRunner
 
 from memdir import open_store
 from memdir.cli import cli
+from support.postgres import database_url
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    url = f"sqlite://{tmp_path / 'memory.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    url = f"sqlite://{tmp_path / 'memory.db'}" if request.param == "sqlite" else database_url(str(tmp_path))
     with open_store(url) as store:
         store.write("/memories/clients/acme.md", b"# Acme\nprefers [email] follow-ups\n")
         store.write("/memories/notes.md", b"buy milk\n")

@@ -194,11 +194,21 @@ def test_binary_and_image_files_are_not_indexed(store: Store) -> None:
     assert paths(fts(store, "email")) == ["/memories/ok.md"]
 
 
+def test_a_nul_past_the_binary_check_does_not_stop_the_index(store: Store) -> None:
+    """Text with a NUL after its first 8 KB is indexed as text; PostgreSQL (whose text cannot hold NUL) keeps it
+    as U+FFFD, and the files after it are indexed too."""
+    store.write("/memories/log.md", ("filler line\n" * 1000 + "needle\x00here\n").encode())
+    store.write("/memories/after.md", b"haystack\n")
+    (hit,) = fts(store, "needle")
+    assert hit.path.virtual == "/memories/log.md" and hit.passage.endswith(("needle\x00here", "needle\ufffdhere"))
+    assert paths(fts(store, "haystack")) == ["/memories/after.md"]
+
+
 def test_reindex_rebuilds_from_the_files(store: Store) -> None:
     fill(store)
     fts(store, "email")
     with store.aux.transaction("damage") as conn:  # lose the index behind its back
-        conn.execute("DELETE FROM search_fts")
+        conn.execute("DELETE FROM search_fts" if store.aux.dialect == "sqlite" else "DELETE FROM search_chunks")
     assert fts(store, "email") == []
     assert reindex(store, embed=False) == len(NOTES)
     assert len(fts(store, "email")) == 2

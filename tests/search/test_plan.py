@@ -12,8 +12,20 @@ from pathlib import Path
 import pytest
 
 from memdir import SearchHit, Store, open_store
-from memdir.search import _plan, search
+from memdir.search import _pg, _plan, search
 from memdir.search._text import query_terms
+
+
+def planned(store: Store, query: str) -> _plan.Plan:
+    """The plan the store's engine makes for ``query`` (PostgreSQL's terms unquoted, to compare with FTS5's)."""
+    with store.aux.reading("test") as conn:
+        if store.aux.dialect == "sqlite":
+            return _plan.plan(conn, query_terms(query))
+        made = _pg._Terms(conn, _pg.tsquery_terms(query_terms(query)), _pg._Statistics()).plan
+    bare = [term.strip("'") for term in made.all_terms]
+    return _plan.Plan(
+        [t.strip("'") for t in made.ranked], [(t.strip("'"), idf) for t, idf in made.common], bare, made.ranked_df
+    )
 
 
 def paths(hits: list[SearchHit]) -> list[str]:
@@ -29,6 +41,7 @@ def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_plan, "RANKED_BUDGET", 3)
     monkeypatch.setattr(_plan, "RANKED_LIMIT", 5)
     monkeypatch.setattr(_plan, "DF_SAMPLE", 4)
+    monkeypatch.setattr(_pg, "BUDGET_SHARE", 1.0)  # the same budgets on both engines
 
 
 def notes(store: Store, count: int = 12) -> None:
@@ -81,20 +94,20 @@ def test_the_plan_keeps_namespaces_and_prefixes(make_store: object, small_budget
 def test_below_the_budget_the_plan_is_exact_bm25(store: Store) -> None:
     notes(store)
     fts(store, "crew")  # builds the index
-    with store.aux.reading("test") as conn:
-        plan = _plan.plan(conn, query_terms("zeppelin meeting notes"))
+    plan = planned(store, "zeppelin meeting notes")
     assert plan.exact and plan.common == [] and set(plan.ranked) == {"zeppelin", "meeting", "notes"}
 
 
 def test_document_frequencies_are_counted_then_extrapolated(store: Store, small_budget: None) -> None:
     notes(store)
     fts(store, "crew")  # builds the index
-    with store.aux.reading("test") as conn:
-        plan = _plan.plan(conn, query_terms("zeppelin meeting"))
-        rows = _plan._row_count(conn, _plan._rowid_span(conn))
+    plan = planned(store, "zeppelin meeting")
     assert plan.ranked == ["zeppelin"] and [term for term, _ in plan.common] == ["meeting"]
-    assert rows == 12  # FTS5's own row count, read from its averages record
     assert 0 < plan.common[0][1] < 0.1  # in half the passages: an idf near zero
+    if store.aux.dialect == "sqlite":
+        with store.aux.reading("test") as conn:
+            rows = _plan._row_count(conn, _plan._rowid_span(conn))
+        assert rows == 12  # FTS5's own row count, read from its averages record
 
 
 @pytest.mark.parametrize(("data", "value"), [(b"\x05", 5), (b"\x81\x00", 128), (b"\xff\xff\x7f", 2_097_151)])
@@ -118,3 +131,29 @@ def test_a_directory_store_log_without_rescan_is_the_recorded_log(tmp_path: Path
         assert len(recorded) == 1 and recorded[0].sha256 is not None
         assert len(list(store.log(0))) == 2  # the walk recorded the outside edit
         assert len(list(store.log(0, rescan=False))) == 2
+
+
+def test_postgres_takes_common_words_counts_from_analyze(tmp_path: Path, small_budget: None) -> None:
+    """Counting a common word's passages through the index is what costs on PostgreSQL: once ANALYZE has run
+    (autovacuum runs it), the shares it keeps of the most common words give their counts instead."""
+    import psycopg
+
+    from support.postgres import database_url
+
+    url = database_url(str(tmp_path))
+    with open_store(url) as store:
+        for n in range(40):  # the first 10 about meetings: a sample of the first 4 would say all 40 are
+            topic = "meeting" if n < 10 else "lunch"
+            store.write(
+                f"/memories/n{n:02d}.md",
+                f"{topic} number {n} with the {'zeppelin' if n == 3 else 'usual'} crew\n".encode(),
+            )
+        fts(store, "crew")  # builds the index
+        sampled = planned(store, "zeppelin meeting")
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute("ANALYZE search_chunks")
+        analyzed = planned(store, "zeppelin meeting")
+        assert paths(fts(store, "zeppelin meeting", limit=2)) == ["/memories/n03.md", "/memories/n09.md"]
+    assert sampled.ranked == analyzed.ranked == ["zeppelin"]
+    assert sampled.common[0][1] == pytest.approx(_plan.idf(40, 40))  # extrapolated from the first 4 ids
+    assert analyzed.common[0][1] == pytest.approx(_plan.idf(10, 40))  # ANALYZE's share: a quarter

@@ -37,10 +37,8 @@ from ..errors import MemdirError
 from ..store._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from ..store._base import Store
-    from ..store._db import SqlDatabase
+    from ..store._db import AuxConnection, AuxDatabase
 
 __all__ = ["AuditEntry", "AuditLog", "audit_log"]
 
@@ -51,39 +49,77 @@ migrations = Migrations("memdir-audit")
 
 @migrations("0001_audit")
 def _audit_tables(schema: Schema) -> None:
-    schema.script(
-        """
-        CREATE TABLE audit (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            ns TEXT NOT NULL,
-            ts REAL NOT NULL,
-            channel TEXT NOT NULL,
-            actor TEXT NOT NULL,
-            session TEXT,
-            source TEXT,
-            command TEXT NOT NULL,
-            path TEXT,
-            new_path TEXT,
-            outcome TEXT NOT NULL,
-            sha256 TEXT,
-            size INTEGER,
-            version INTEGER,
-            detail TEXT
-        );
-        CREATE INDEX audit_by_time ON audit (ns, ts);
-        CREATE INDEX audit_by_path ON audit (ns, path, ts);
-        CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-        CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-            BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-        CREATE TABLE access (
-            ns TEXT NOT NULL,
-            path TEXT NOT NULL,
-            last_access REAL NOT NULL,
-            PRIMARY KEY (ns, path)
-        ) WITHOUT ROWID;
-        """
-    )
+    schema.script(_POSTGRES_TABLES if schema.dialect == "postgres" else _SQLITE_TABLES)
+
+
+# Paths compare byte by byte on both engines (COLLATE "C" on PostgreSQL): `entries(path=...)` selects a directory
+# by key range, which another collation's ordering of '/' would break.
+_SQLITE_TABLES = """
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns TEXT NOT NULL,
+        ts REAL NOT NULL,
+        channel TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        session TEXT,
+        source TEXT,
+        command TEXT NOT NULL,
+        path TEXT,
+        new_path TEXT,
+        outcome TEXT NOT NULL,
+        sha256 TEXT,
+        size INTEGER,
+        version INTEGER,
+        detail TEXT
+    );
+    CREATE INDEX audit_by_time ON audit (ns, ts);
+    CREATE INDEX audit_by_path ON audit (ns, path, ts);
+    CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TABLE access (
+        ns TEXT NOT NULL,
+        path TEXT NOT NULL,
+        last_access REAL NOT NULL,
+        PRIMARY KEY (ns, path)
+    ) WITHOUT ROWID;
+"""
+
+# PostgreSQL refuses TRUNCATE too (SQLite has none); an owner can still drop the triggers, as with SQLite's.
+_POSTGRES_TABLES = """
+    CREATE TABLE audit (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        ns TEXT COLLATE "C" NOT NULL,
+        ts DOUBLE PRECISION NOT NULL,
+        channel TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        session TEXT,
+        source TEXT,
+        command TEXT NOT NULL,
+        path TEXT COLLATE "C",
+        new_path TEXT COLLATE "C",
+        outcome TEXT NOT NULL,
+        sha256 TEXT,
+        size BIGINT,
+        version BIGINT,
+        detail TEXT
+    );
+    CREATE INDEX audit_by_time ON audit (ns, ts);
+    CREATE INDEX audit_by_path ON audit (ns, path, ts);
+    CREATE FUNCTION memdir_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
+    CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit
+        FOR EACH ROW EXECUTE FUNCTION memdir_audit_append_only();
+    CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+        FOR EACH STATEMENT EXECUTE FUNCTION memdir_audit_append_only();
+    CREATE TABLE access (
+        ns TEXT COLLATE "C" NOT NULL,
+        path TEXT COLLATE "C" NOT NULL,
+        last_access DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (ns, path)
+    );
+"""
 
 
 _COLUMNS = "ts, channel, actor, session, source, command, path, new_path, outcome, sha256, size, version, detail"
@@ -112,9 +148,10 @@ class AuditEntry:
 
     def row(self) -> tuple[Any, ...]:
         return (
-            self.ts, self.channel, self.actor, self.session, self.source, self.command,
-            _bounded(self.path), _bounded(self.new_path), self.outcome, self.sha256, self.size, self.version,
-            self.detail,
+            self.ts, _storable(self.channel), _storable(self.actor), _storable(self.session),
+            _storable(self.source), _storable(self.command), _storable(_bounded(self.path)),
+            _storable(_bounded(self.new_path)), _storable(self.outcome), self.sha256, self.size, self.version,
+            _storable(self.detail),
         )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
@@ -125,6 +162,15 @@ def _bounded(path: str | None) -> str | None:
     return path if path is None or len(path) <= _MAX_PATH else path[:_MAX_PATH] + "…"
 
 
+def _storable(text: str | None) -> str | None:
+    """``text`` as either engine can store it. Refused paths are logged as sent, and one holding a NUL (which a
+    PostgreSQL text value cannot hold) or a lone surrogate (which UTF-8 cannot encode) would otherwise fail
+    every flush of the batch it is in, for good: the log would stop recording."""
+    if text is None or (text.isprintable() and "\x00" not in text):
+        return text
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
 class AuditLog:
     """The buffered audit log of one store (get it with `audit_log`, which shares one per store object)."""
 
@@ -133,7 +179,7 @@ class AuditLog:
 
     def __init__(self, store: Store) -> None:
         self.namespace = store.namespace
-        self._db: SqlDatabase = store.aux
+        self._db: AuxDatabase = store.aux
         self._buffer: list[AuditEntry] = []
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -189,9 +235,10 @@ class AuditLog:
         query = f"SELECT {_COLUMNS} FROM audit WHERE ns = ?"
         params: list[Any] = [self.namespace]
         if path is not None:
-            query += " AND (path = ? OR new_path = ? OR path LIKE ? ESCAPE '\\' OR new_path LIKE ? ESCAPE '\\')"
-            below = _like_prefix(path.rstrip("/") + "/")
-            params += [path, path, below, below]
+            # Below a directory: keys from "dir/" up to (not including) "dir0", '0' being the character after '/'.
+            query += " AND (path = ? OR new_path = ? OR (path >= ? AND path < ?) OR (new_path >= ? AND new_path < ?))"
+            below = path.rstrip("/")
+            params += [path, path, below + "/", below + "0", below + "/", below + "0"]
         if since is not None:
             query += " AND ts >= ?"
             params.append(since)
@@ -253,13 +300,16 @@ class AuditLog:
             self.flush()
 
 
-def _insert(conn: sqlite3.Connection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
+def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
     marks = ", ".join("?" * 14)
     conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}) VALUES ({marks})", [(ns, *e.row()) for e in batch])
+    # Sorted: two servers flushing at once take the rows' locks in one order (PostgreSQL would otherwise detect a
+    # deadlock and abort one). CASE rather than max()/greatest(): each engine has only one of them.
     conn.executemany(
-        "INSERT INTO access (ns, path, last_access) VALUES (?, ?, ?) "
-        "ON CONFLICT (ns, path) DO UPDATE SET last_access = max(last_access, excluded.last_access)",
-        [(ns, path, ts) for path, ts in access.items()],
+        "INSERT INTO access (ns, path, last_access) VALUES (?, ?, ?) ON CONFLICT (ns, path) DO UPDATE SET "
+        "last_access = CASE WHEN excluded.last_access > access.last_access "
+        "THEN excluded.last_access ELSE access.last_access END",
+        [(ns, _storable(path), ts) for path, ts in sorted(access.items())],
     )
 
 
@@ -268,10 +318,6 @@ def _touched(entry: AuditEntry) -> list[str]:
     if entry.outcome in ("error", "block", "quarantine") or entry.command == "delete":
         return []
     return [p for p in (entry.path, entry.new_path) if p]
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 _LOGS: weakref.WeakKeyDictionary[Store, AuditLog] = weakref.WeakKeyDictionary()

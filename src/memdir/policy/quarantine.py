@@ -36,24 +36,27 @@ migrations = Migrations("memdir-quarantine")
 
 @migrations("0001_quarantine")
 def _quarantine_table(schema: Schema) -> None:
+    postgres = schema.dialect == "postgres"
+    id_column = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" if postgres else "INTEGER PRIMARY KEY AUTOINCREMENT"
+    real, blob, integer = ("DOUBLE PRECISION", "BYTEA", "BIGINT") if postgres else ("REAL", "BLOB", "INTEGER")
     schema.script(
-        """
+        f"""
         CREATE TABLE quarantine (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {id_column},
             ns TEXT NOT NULL,
-            ts REAL NOT NULL,
+            ts {real} NOT NULL,
             status TEXT NOT NULL DEFAULT 'pending',
             path TEXT NOT NULL,
             command TEXT NOT NULL,
-            content BLOB NOT NULL,
+            content {blob} NOT NULL,
             base_sha256 TEXT,
             actor TEXT NOT NULL,
             session TEXT,
             source TEXT,
             findings TEXT NOT NULL,
-            decided_ts REAL,
+            decided_ts {real},
             decided_by TEXT,
-            version INTEGER,
+            version {integer},
             reason TEXT
         );
         CREATE INDEX quarantine_by_status ON quarantine (ns, status, id);
@@ -127,16 +130,16 @@ class Quarantine:
     ) -> int:
         """Keep a write for review; returns its id."""
         with self._db.transaction("hold a write for review") as conn:
-            cursor = conn.execute(
+            row = conn.execute(
                 "INSERT INTO quarantine (ns, ts, path, command, content, base_sha256, actor, session, source, "
-                "findings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "findings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     self.store.namespace, time.time(), path, json.dumps(command, ensure_ascii=False), content,
                     base_sha256, origin.actor, origin.session, origin.source,
                     json.dumps([f.to_json() for f in findings]),
                 ),
-            )  # fmt: skip
-            return int(cursor.lastrowid or 0)
+            ).fetchone()  # fmt: skip
+        return int(row[0])
 
     def items(self, status: str | None = "pending") -> list[HeldWrite]:
         """Held writes, oldest first (``status=None``: all of them)."""

@@ -1,4 +1,5 @@
-"""Search over a store's memories: full-text (BM25, SQLite FTS5) everywhere, hybrid with embeddings as an extra.
+"""Search over a store's memories: full-text (BM25: SQLite FTS5, or PostgreSQL's full-text search on a PostgreSQL
+store) everywhere, hybrid with embeddings as an extra.
 
     >>> import memdir
     >>> store = memdir.open_store("memory:")

@@ -5,15 +5,12 @@ path: before answering, it reads the versions after the last one it applied and 
 touched (`SearchIndex.refresh`), which costs one indexed query when nothing changed. ``memdir reindex`` is
 the same with the namespace's rows dropped first.
 
-Tables (migration set ``memdir-search``; rows carry the namespace, one database may serve several):
-
-- ``search_state``: per namespace, the last version applied.
-- ``search_files``: per path, the version and SHA-256 indexed (``sha256`` NULL: deleted). A change is
-  applied only over an older one, so two processes catching up at once, in any order, end in the same state.
-- ``search_chunks``: the passages (lines ``first_line``..``last_line`` of ``path``) and their text.
-- ``search_fts``: FTS5 over the passages (rowid = chunk id): ``body`` is the passage, ``context`` the file's
-  name and first line (its title, or a date heading), which a passage often needs to be found.
-- ``search_vectors``: embeddings for hybrid search, by model and SHA-256 of the passage text (see `_semantic`).
+Where passages' words are kept and how they are ranked depends on the auxiliary database (`_engine`): SQLite's
+FTS5 (`_fts5`, which lists the tables) or PostgreSQL's full-text search (`_pg`). Both keep, per namespace, the
+last version applied (``search_state``), per path the version and SHA-256 indexed (``search_files``, ``sha256``
+NULL: deleted) and the passages (``search_chunks``). A change is applied only over an older one: the row of
+``search_files`` is claimed first (an upsert that only replaces an older version), so two processes, or two
+servers on one PostgreSQL database, catching up at once and in any order end in the same state.
 
 Edits made outside memdir in a directory store reach the log only when memdir looks at the files, so for that
 backend `refresh` first has the store rescan the tree, at most once per `rescan window <RESCAN_SECONDS>`, and
@@ -22,74 +19,31 @@ otherwise reads the log as recorded (``store.log(since, rescan=False)``): no wal
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import NotAFileError, NotFoundError
 from ..store._base import key_path
-from ..store._migrations import Migrations, Schema
 from ..store.directory import DirectoryStore
-from ._plan import RANKED_LIMIT, Plan, plan
-from ._text import chunk_lines, index_text, match_expression, query_terms
+from ._fts5 import Fts5Engine
+from ._pg import PgEngine
+from ._text import chunk_lines, query_terms
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable, Iterable
 
     from ..paths import MemoryPath
     from ..store._base import Store, Version
+    from ..store._db import AuxConnection
+    from ._engine import TextEngine
 
-__all__ = ["CHUNK_LINES", "RESCAN_SECONDS", "Candidate", "SearchIndex", "migrations"]
+__all__ = ["CHUNK_LINES", "RESCAN_SECONDS", "Candidate", "SearchIndex"]
 
 CHUNK_LINES = 4  # lines per passage (see docs/search.md for the measurements behind it)
 RESCAN_SECONDS = 5.0  # the shortest time between two rescans of a directory store for outside edits
 _RESCAN_SHARE = 20  # ...and at least this many times the last rescan took, so rescans cost at most ~5%
 _BATCH = 500  # files per write transaction while catching up
-CONTEXT_WEIGHT = 0.5  # BM25 weight of the file-context column against the passage's 1.0
-
-migrations = Migrations("memdir-search")
-
-
-@migrations("0001_full_text")
-def _initial(schema: Schema) -> None:
-    schema.script(
-        """
-        CREATE TABLE search_state (
-            ns TEXT PRIMARY KEY,
-            applied INTEGER NOT NULL DEFAULT 0,
-            generation INTEGER NOT NULL DEFAULT 0
-        ) WITHOUT ROWID;
-        CREATE TABLE search_files (
-            ns TEXT NOT NULL,
-            path TEXT NOT NULL,
-            version INTEGER NOT NULL,
-            sha256 TEXT,
-            PRIMARY KEY (ns, path)
-        ) WITHOUT ROWID;
-        CREATE TABLE search_chunks (
-            id INTEGER PRIMARY KEY,
-            ns TEXT NOT NULL,
-            path TEXT NOT NULL,
-            first_line INTEGER NOT NULL,
-            last_line INTEGER NOT NULL,
-            text TEXT NOT NULL,
-            text_sha TEXT NOT NULL
-        );
-        CREATE INDEX search_chunks_by_path ON search_chunks (ns, path);
-        CREATE VIRTUAL TABLE search_fts USING fts5(
-            body, context, tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        CREATE TABLE search_vectors (
-            ns TEXT NOT NULL,
-            model TEXT NOT NULL,
-            text_sha TEXT NOT NULL,
-            vector BLOB NOT NULL,
-            PRIMARY KEY (ns, model, text_sha)
-        ) WITHOUT ROWID;
-        """
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +81,8 @@ class SearchIndex:
         self.chunk_size = chunk_size
         self._scanned = float("-inf")  # monotonic time of the last rescan for outside edits
         self._scan_cost = 0.0
-        store.aux.ensure(migrations)
+        self.engine: TextEngine = PgEngine(self.ns) if store.aux.dialect == "postgres" else Fts5Engine(self.ns)
+        store.aux.ensure(self.engine.migrations)
 
     # -- keeping in step with the store --------------------------------------------------------------------
 
@@ -150,10 +105,8 @@ class SearchIndex:
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Drop this namespace's index and build it again from the store; return the files indexed."""
         with self.store.aux.transaction("reset the search index") as conn:
-            conn.execute(
-                "DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_chunks WHERE ns = ?)", (self.ns,)
-            )
-            for table in ("search_chunks", "search_files", "search_vectors"):
+            self.engine.forget(conn, None)
+            for table in ("search_files", "search_vectors"):
                 conn.execute(f"DELETE FROM {table} WHERE ns = ?", (self.ns,))
             # The generation goes on counting: a process holding a vector matrix built at some generation must
             # never take a rebuilt index that reaches the same number for the one it built from.
@@ -183,9 +136,11 @@ class SearchIndex:
         changes = _collapse(versions)
         self._apply(changes, progress)
         with self.store.aux.transaction("update the search index") as conn:
+            # CASE rather than max()/greatest(): each engine has only one of them.
             conn.execute(
                 "INSERT INTO search_state (ns, applied, generation) VALUES (?, ?, 1) ON CONFLICT (ns) DO UPDATE "
-                "SET applied = max(applied, excluded.applied), generation = generation + 1",
+                "SET applied = CASE WHEN excluded.applied > search_state.applied THEN excluded.applied "
+                "ELSE search_state.applied END, generation = search_state.generation + 1",
                 (self.ns, versions[-1].version),
             )
         return len(changes)
@@ -215,7 +170,7 @@ class SearchIndex:
         with self.store.aux.transaction("update the search index") as conn:
             conn.execute(
                 "INSERT INTO search_state (ns, generation) VALUES (?, 1) "
-                "ON CONFLICT (ns) DO UPDATE SET generation = generation + 1",
+                "ON CONFLICT (ns) DO UPDATE SET generation = search_state.generation + 1",
                 (self.ns,),
             )
 
@@ -226,8 +181,12 @@ class SearchIndex:
         for start in range(0, total, _BATCH):
             batch = [self._prepare(c) for c in changes[start : start + _BATCH]]
             with self.store.aux.transaction("update the search index") as conn:
-                for item in batch:
-                    self._write(conn, item, ordered=ordered)
+                mine = self._claim(conn, [item.change for item in batch], ordered=ordered)
+                if mine:
+                    self.engine.forget(conn, sorted(mine))
+                    # In log order: passage ids follow it, and "newest" means a higher id.
+                    files = [(i.change.path, i.context, i.chunks) for i in batch if i.change.path in mine and i.chunks]
+                    self.engine.add(conn, files)
             if progress is not None:
                 progress(min(start + _BATCH, total), total)
 
@@ -250,32 +209,27 @@ class SearchIndex:
         chunks = [(c.first, c.last, c.text) for c in chunk_lines(text, self.chunk_size)]
         return _Prepared(change, _context(change.path, text), chunks)
 
-    def _write(self, conn: sqlite3.Connection, item: _Prepared, *, ordered: bool) -> None:
-        change = item.change
-        row = conn.execute(
-            "SELECT version FROM search_files WHERE ns = ? AND path = ?", (self.ns, change.path)
-        ).fetchone()
-        if ordered and row is not None and row[0] >= change.version:
-            return  # a newer change of this path is already applied (by another process)
-        conn.execute(
-            "DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_chunks WHERE ns = ? AND path = ?)",
-            (self.ns, change.path),
-        )
-        conn.execute("DELETE FROM search_chunks WHERE ns = ? AND path = ?", (self.ns, change.path))
-        conn.execute(
-            "INSERT OR REPLACE INTO search_files (ns, path, version, sha256) VALUES (?, ?, ?, ?)",
-            (self.ns, change.path, change.version, change.sha256),
-        )
-        context = index_text(item.context)
-        for first, last, text in item.chunks:
-            cursor = conn.execute(
-                "INSERT INTO search_chunks (ns, path, first_line, last_line, text, text_sha) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.ns, change.path, first, last, text, _sha(text)),
-            )
-            conn.execute(
-                "INSERT INTO search_fts (rowid, body, context) VALUES (?, ?, ?)",
-                (cursor.lastrowid, index_text(text), context),
-            )
+    def _claim(self, conn: AuxConnection, changes: list[_Change], *, ordered: bool) -> set[str]:
+        """Record the changes in ``search_files``; the paths whose passages this transaction is to replace.
+
+        The upsert replaces only an older version (``ordered``) and returns a row only when it did: a path whose
+        newer change another process applied already is left alone. On PostgreSQL it also locks the row, so a
+        concurrent writer of the path waits, then sees this change; paths are claimed in sorted order, so two
+        writers never wait for each other in a circle (PostgreSQL would abort one as a deadlock).
+        """
+        newer = " WHERE search_files.version < excluded.version" if ordered else ""
+        ordered_changes = sorted(changes, key=lambda c: c.path)
+        if not ordered_changes:
+            return set()
+        rows = conn.execute(
+            "INSERT INTO search_files (ns, path, version, sha256) VALUES "
+            + ", ".join(["(?, ?, ?, ?)"] * len(ordered_changes))
+            + " ON CONFLICT (ns, path) DO UPDATE SET version = excluded.version, sha256 = excluded.sha256"
+            + newer
+            + " RETURNING path",
+            [value for c in ordered_changes for value in (self.ns, c.path, c.version, c.sha256)],
+        ).fetchall()
+        return {str(row[0]) for row in rows}
 
     # -- reading ------------------------------------------------------------------------------------------
 
@@ -298,110 +252,9 @@ class SearchIndex:
         if not terms or limit < 1:
             return []
         with self.store.aux.reading("search") as conn:
-            _tune(conn)
-            ranked = self._rank(conn, plan(conn, terms), limit, prefix)
+            ranked = self.engine.rank(conn, terms, limit, prefix)
             found = _passages(conn, [chunk for chunk, _ in ranked])  # only for the passages returned
         return [_with_score(found[chunk], score) for chunk, score in ranked if chunk in found]
-
-    def _rank(self, conn: sqlite3.Connection, how: Plan, limit: int, prefix: MemoryPath | None) -> list[_Scored]:
-        if how.exact:
-            return self._ranked_ids(conn, how.ranked_expression, limit, prefix)
-        if not how.over_budget:
-            # Every passage of the ranked terms is scored (at most ~the budget), so a passage that BM25 ranks
-            # low on the rare terms but that holds the common ones too is not lost.
-            every = conn.execute(_RANKED_SQL, (how.ranked_expression, 0, _RANK, 2 * RANKED_LIMIT)).fetchall()
-            found = self._mine(conn, _adjust(conn, how, [(c, -s) for c, s in every]), limit, prefix)
-            return found if len(found) >= limit else self._fill(conn, how, found, limit, prefix)
-        return self._newest(conn, how, limit, prefix)
-
-    def _newest(self, conn: sqlite3.Connection, how: Plan, limit: int, prefix: MemoryPath | None) -> list[_Scored]:
-        """Every term is common: rank only the passages from the rarest term's newest ~budget on."""
-        if len(how.all_terms) > 1:
-            both = self._ranked_ids(conn, how.and_expression(), limit, prefix, since=how.newest_from)
-            if len(both) >= limit:
-                return both  # enough passages hold every term: the OR would rank them first anyway
-        pool = max(3 * limit, 30)  # room for the common terms to reorder the rarest one's best passages
-        newest = self._ranked_ids(conn, how.ranked_expression, pool, prefix, since=how.newest_from)
-        if len(newest) < limit:  # too few recent ones (below a prefix holding older notes): take them all
-            newest = self._ranked_ids(conn, how.ranked_expression, pool, prefix)
-        return _adjust(conn, how, newest)[:limit] if how.common else newest[:limit]
-
-    def _fill(
-        self, conn: sqlite3.Connection, how: Plan, found: list[_Scored], limit: int, prefix: MemoryPath | None
-    ) -> list[_Scored]:
-        """Complete ``found`` with the newest passages holding a common term (each scored by the idf of those
-        it holds): ranking them by BM25 is what the plan avoids, and they all score below ``found``."""
-        seen = {chunk for chunk, _ in found}
-        extra: dict[int, float] = {}
-        for term, idf in how.common:
-            rows = conn.execute(
-                "SELECT rowid FROM search_fts WHERE search_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                (match_expression([term]), 4 * limit),
-            )
-            for (chunk,) in rows:
-                if chunk not in seen:
-                    extra[chunk] = extra.get(chunk, 0.0) + idf
-        more = sorted(extra.items(), key=lambda item: -item[1])
-        return found + self._mine(conn, more, limit - len(found), prefix)
-
-    def _mine(
-        self, conn: sqlite3.Connection, scored: list[_Scored], limit: int, prefix: MemoryPath | None
-    ) -> list[_Scored]:
-        """The best ``limit`` of ``scored`` (best first) in this namespace and below ``prefix``."""
-        key = None if prefix is None or prefix.is_root else prefix.key
-        found: list[_Scored] = []
-        step = max(4 * limit, 50)
-        for start in range(0, len(scored), step):
-            part = scored[start : start + step]
-            marks = ",".join("?" * len(part))
-            paths = dict(
-                conn.execute(
-                    f"SELECT id, path FROM search_chunks WHERE id IN ({marks}) AND +ns = ?",
-                    (*[chunk for chunk, _ in part], self.ns),
-                ).fetchall()
-            )
-            found += [(c, v) for c, v in part if c in paths and (key is None or _below(paths[c], key))]
-            if len(found) >= limit:
-                break
-        return found[:limit]
-
-    def _ranked_ids(
-        self, conn: sqlite3.Connection, expression: str, limit: int, prefix: MemoryPath | None, *, since: int = 0
-    ) -> list[_Scored]:
-        """The best (chunk id, BM25) for an FTS5 expression in this namespace (and below ``prefix``), among the
-        passages from rowid ``since`` on (FTS5 seeks there: the passages before it are not scored)."""
-        if prefix is None or prefix.is_root:
-            found = self._ranked_first(conn, expression, limit, since)
-            if found is not None:
-                return found
-        where, params = _prefix_clause(prefix)
-        sql = (
-            f"SELECT c.id, bm25(search_fts, 1.0, {CONTEXT_WEIGHT}) AS score "
-            "FROM search_fts JOIN search_chunks c ON c.id = search_fts.rowid "
-            f"WHERE search_fts MATCH ? AND search_fts.rowid >= ? AND c.ns = ?{where} ORDER BY score LIMIT ?"
-        )
-        rows = conn.execute(sql, (expression, since, self.ns, *params, limit)).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
-
-    def _ranked_first(self, conn: sqlite3.Connection, expression: str, limit: int, since: int) -> list[_Scored] | None:
-        """Rank in FTS5 alone (its own sorted ``rank`` path: about twice as fast as ``ORDER BY bm25(...)``,
-        four times as fast as ranking through the join), then keep this namespace's passages. None when other
-        namespaces crowd this one out of the top rows (the caller then runs the joined query)."""
-        ranked = conn.execute(_RANKED_SQL, (expression, since, _RANK, limit * 4)).fetchall()
-        if not ranked:
-            return []
-        marks = ",".join("?" * len(ranked))
-        # `+ns`: look the ids up by rowid; SQLite would otherwise walk the namespace's (ns, path) index.
-        mine = {
-            r[0]
-            for r in conn.execute(
-                f"SELECT id FROM search_chunks WHERE id IN ({marks}) AND +ns = ?", (*[r[0] for r in ranked], self.ns)
-            )
-        }
-        found = [(int(chunk), -float(score)) for chunk, score in ranked if chunk in mine]
-        if len(found) < limit and len(ranked) == limit * 4:
-            return None
-        return found[:limit]
 
     def chunks(self, ids: Iterable[int]) -> dict[int, Candidate]:
         """Passages by chunk id (score 0)."""
@@ -409,40 +262,7 @@ class SearchIndex:
             return _passages(conn, list(ids))
 
 
-_Scored = tuple[int, float]  # (chunk id, score)
-_RANK = f"bm25(1.0, {CONTEXT_WEIGHT})"
-_RANKED_SQL = (
-    "SELECT rowid, rank FROM search_fts WHERE search_fts MATCH ? AND rowid >= ? AND rank MATCH ? ORDER BY rank LIMIT ?"
-)
-_CACHE_KIB = 64 * 1024  # page cache of a searching connection (SQLite's default is 2 MiB)
-_MMAP_BYTES = 256 * 1024 * 1024
-
-
-def _tune(conn: sqlite3.Connection) -> None:
-    """A larger page cache and memory-mapped reads on a connection that searches: a query over 100,000 files
-    touches tens of MiB of index, which SQLite's 2 MiB default cache re-reads through system calls each time.
-    Checked each search (one pragma read) because the connection is shared with the store's other features."""
-    if conn.execute("PRAGMA cache_size").fetchone()[0] != -_CACHE_KIB:
-        conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
-        conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
-
-
-def _adjust(conn: sqlite3.Connection, how: Plan, ranked: list[_Scored]) -> list[_Scored]:
-    """Add each common term's idf to the candidates that contain it; best first (ties keep BM25 order)."""
-    scores = dict(ranked)
-    low, high = min(scores), max(scores)
-    for term, idf in how.common:
-        rows = conn.execute(
-            "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid BETWEEN ? AND ?",
-            (how.presence_expression(term), low, high),
-        )
-        for (chunk,) in rows:
-            if chunk in scores:
-                scores[chunk] += idf
-    return sorted(scores.items(), key=lambda item: -item[1])
-
-
-def _passages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Candidate]:
+def _passages(conn: AuxConnection, ids: list[int]) -> dict[int, Candidate]:
     found: dict[int, Candidate] = {}
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
@@ -456,19 +276,6 @@ def _passages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Candidate]:
 
 def _with_score(candidate: Candidate, score: float) -> Candidate:
     return Candidate(candidate.chunk, candidate.path, candidate.first_line, candidate.last_line, candidate.text, score)
-
-
-def _below(path: str, key: str) -> bool:
-    return path == key or path.startswith(key + "/")
-
-
-def _prefix_clause(prefix: MemoryPath | None) -> tuple[str, tuple[str, ...]]:
-    """SQL limiting passages to the file ``prefix`` or the files below the directory ``prefix``."""
-    if prefix is None or prefix.is_root:
-        return "", ()
-    key = prefix.key
-    # Below the directory: keys from "key/" up to (not including) "key0", '0' being the character after '/'.
-    return " AND (c.path = ? OR (c.path >= ? AND c.path < ?))", (key, key + "/", key + "0")
 
 
 def _collapse(versions: list[Version]) -> list[_Change]:
@@ -496,7 +303,3 @@ def _context(path: str, text: str) -> str:
     stem = name.rsplit(".", 1)[0] if "." in name else name
     first = text.split("\n", 1)[0][:300]
     return f"{stem.replace('_', ' ').replace('-', ' ')}\n{first.lstrip('# ')}"
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

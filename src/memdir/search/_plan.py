@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 from ._text import match_expression
 
 if TYPE_CHECKING:
-    import sqlite3
+    from ..store._db import AuxConnection
 
-__all__ = ["DF_SAMPLE", "RANKED_BUDGET", "Plan", "plan"]
+__all__ = ["DF_SAMPLE", "RANKED_BUDGET", "Plan", "choose", "extrapolate", "idf", "plan"]
 
 RANKED_BUDGET = 4_000  # passages FTS5 may score per query (~1 µs each)...
 RANKED_LIMIT = 12_000  # ...or up to this many when the rarest term alone has more
@@ -52,6 +52,7 @@ class Plan:
     all_terms: list[str]
     ranked_df: int = 0
     newest_from: int = 0  # over budget: the rowid from which about `RANKED_BUDGET` of the rarest term's lie
+    limit: int | None = None  # the engine's `RANKED_LIMIT` (None: this module's)
 
     @property
     def exact(self) -> bool:
@@ -61,7 +62,7 @@ class Plan:
     @property
     def over_budget(self) -> bool:
         """Even the rarest term is common: ranking all its passages would cost too much."""
-        return self.ranked_df > RANKED_LIMIT
+        return self.ranked_df > (RANKED_LIMIT if self.limit is None else self.limit)
 
     @property
     def ranked_expression(self) -> str:
@@ -75,37 +76,49 @@ class Plan:
         return f"({self.ranked_expression}) AND {match_expression([term])}"
 
 
-def plan(conn: sqlite3.Connection, terms: list[str]) -> Plan:
+def plan(conn: AuxConnection, terms: list[str]) -> Plan:
     """The plan for ``terms`` over the FTS5 table ``search_fts`` (every namespace's passages: BM25's too)."""
     span = _rowid_span(conn)
-    counted = sorted((_df(conn, term, span), n, term) for n, term in enumerate(terms))
+    return choose(terms, [_df(conn, term, span) for term in terms], _row_count(conn, span), span)
+
+
+def choose(terms: list[str], dfs: list[int], rows: int, span: tuple[int, int], *, share: float = 1.0) -> Plan:
+    """The plan for ``terms`` given each one's passage count (``dfs``), the passages in all (``rows``) and the
+    span of passage ids; shared by the FTS5 index and the PostgreSQL one (`memdir.search._pg`), whose passages
+    cost more each to score: it ranks ``share`` of the budgets."""
+    budget, limit = max(1, int(RANKED_BUDGET * share)), max(1, int(RANKED_LIMIT * share))
+    counted = sorted((df, n, term) for n, (term, df) in enumerate(zip(terms, dfs, strict=True)))
     ranked: list[str] = []
     total = 0
     for df, _, term in counted:
-        if ranked and total + df > RANKED_BUDGET:
+        if ranked and total + df > budget:
             break
         ranked.append(term)
         total += df
-    rows = _row_count(conn, span)
-    common = [(term, _idf(df, rows)) for df, _, term in counted[len(ranked) :]]
-    newest = span[1] - int((span[1] - span[0] + 1) * RANKED_BUDGET / max(total, 1))
-    return Plan(ranked, common, terms, total, newest)
+    common = [(term, idf(df, rows)) for df, _, term in counted[len(ranked) :]]
+    newest = span[1] - int((span[1] - span[0] + 1) * budget / max(total, 1))
+    return Plan(ranked, common, terms, total, newest, limit)
 
 
-def _df(conn: sqlite3.Connection, term: str, span: tuple[int, int]) -> int:
-    """Passages holding ``term``: counted up to `DF_SAMPLE`, then extrapolated from how far into the rowid
-    range the sample reached (rowids follow indexing order, which mixes old and new notes well enough)."""
+def extrapolate(count: int, last: int, span: tuple[int, int]) -> int:
+    """A term's passage count from a sample: ``count`` passages (at most `DF_SAMPLE`) read in id order up to id
+    ``last`` (ids follow indexing order, which mixes old and new notes well enough)."""
+    if count < DF_SAMPLE:
+        return count
+    low, high = span
+    return int(DF_SAMPLE * (high - low + 1) / max(1, last - low + 1))
+
+
+def _df(conn: AuxConnection, term: str, span: tuple[int, int]) -> int:
+    """Passages holding ``term``: counted up to `DF_SAMPLE` (FTS5 reads them in rowid order), then extrapolated."""
     last, count = conn.execute(
         "SELECT max(rowid), count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
         (match_expression([term]), DF_SAMPLE),
     ).fetchone()
-    if count < DF_SAMPLE:
-        return int(count)
-    low, high = span
-    return int(DF_SAMPLE * (high - low + 1) / max(1, int(last) - low + 1))
+    return extrapolate(int(count), int(last or 0), span)
 
 
-def _rowid_span(conn: sqlite3.Connection) -> tuple[int, int]:
+def _rowid_span(conn: AuxConnection) -> tuple[int, int]:
     # Two lookups at the ends of the chunks table's b-tree. (min and max in one SELECT, or over the FTS5
     # table, would read every row.)
     low, high = conn.execute(
@@ -114,7 +127,7 @@ def _rowid_span(conn: sqlite3.Connection) -> tuple[int, int]:
     return (int(low or 0), int(high or 0))
 
 
-def _row_count(conn: sqlite3.Connection, span: tuple[int, int]) -> int:
+def _row_count(conn: AuxConnection, span: tuple[int, int]) -> int:
     """The passage count BM25 uses: the first varint of FTS5's averages record (row 1 of ``search_fts_data``);
     ``count(*)`` would read every row. Falls back to the rowid span if the record is not as expected."""
     row = conn.execute("SELECT block FROM search_fts_data WHERE id = 1").fetchone()
@@ -135,6 +148,6 @@ def _varint(data: bytes) -> int:
     return value
 
 
-def _idf(df: int, rows: int) -> float:
+def idf(df: int, rows: int) -> float:
     """FTS5's BM25 idf (``log((N - df + 0.5) / (df + 0.5))``, floored at 1e-6 as FTS5 does)."""
     return max(1e-6, math.log((rows - df + 0.5) / (df + 0.5)))

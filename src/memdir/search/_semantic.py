@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ..paths import MemoryPath
-    from ..store._db import SqlDatabase
+    from ..store._db import AuxDatabase
     from ._index import SearchIndex
     from ._providers import EmbeddingProvider
 
@@ -93,9 +93,13 @@ class _Lookup(Mapping[int, float]):
 
 # Per auxiliary database (weakly: a closed store's matrices go with it; an id() key could be reused by the next
 # store and hand it another store's matrix), then per (namespace, model).
-_matrices: weakref.WeakKeyDictionary[SqlDatabase, dict[tuple[str, str], _Matrix]] = weakref.WeakKeyDictionary()
+_matrices: weakref.WeakKeyDictionary[AuxDatabase, dict[tuple[str, str], _Matrix]] = weakref.WeakKeyDictionary()
 _matrices_lock = threading.Lock()
 _SCAN_ABOVE = 5_000  # new passages beyond which the model's vectors are read in one scan, not looked up
+_PAGE = 20_000  # vectors per query of that scan (~30 MB of 384-dimension vectors)
+_PAGE_SQL = (
+    "SELECT text_sha, vector FROM search_vectors WHERE ns = ? AND model = ? AND text_sha > ? ORDER BY text_sha LIMIT ?"
+)
 
 
 class VectorIndex:
@@ -152,10 +156,12 @@ class VectorIndex:
             cached = _matrices.get(aux, {}).get(key)
         if cached is not None and cached.generation == generation:
             return cached, 0
-        with self.index.store.aux.reading("read the search index") as conn:
-            # `+ns`: one pass over the table in id order rather than a lookup per row through (ns, path).
+        # SQLite: `+ns`, one pass over the table in id order rather than a lookup per row through (ns, path);
+        # PostgreSQL plans that itself (and has no unary + for text).
+        ns = "+ns" if aux.dialect == "sqlite" else "ns"
+        with aux.reading("read the search index") as conn:
             current = conn.execute(
-                "SELECT id, path, text_sha FROM search_chunks WHERE +ns = ? ORDER BY id", (self.index.ns,)
+                f"SELECT id, path, text_sha FROM search_chunks WHERE {ns} = ? ORDER BY id", (self.index.ns,)
             ).fetchall()
         old = cached.rows if cached is not None else {}
         kept = {r[0] for r in current if r[0] in old and cached is not None and cached.shas[old[r[0]]] == r[2]}
@@ -175,10 +181,16 @@ class VectorIndex:
             texts = self.index.chunks(chunk_of[sha] for sha in part)
             vectors = self.provider.embed([texts[chunk_of[sha]].text for sha in part]).astype(np.float32)
             blobs = [vector.tobytes() for vector in vectors]
+            # Sorted: two servers embedding the same passages take the rows' locks in one order (PostgreSQL would
+            # abort one of them as a deadlock otherwise).
             with self.index.store.aux.transaction("store embeddings") as conn:
                 conn.executemany(
-                    "INSERT OR REPLACE INTO search_vectors (ns, model, text_sha, vector) VALUES (?, ?, ?, ?)",
-                    [(self.index.ns, self.provider.name, sha, blob) for sha, blob in zip(part, blobs, strict=True)],
+                    "INSERT INTO search_vectors (ns, model, text_sha, vector) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (ns, model, text_sha) DO UPDATE SET vector = excluded.vector",
+                    [
+                        (self.index.ns, self.provider.name, sha, blob)
+                        for sha, blob in sorted(zip(part, blobs, strict=True))
+                    ],
                 )
             found.update(zip(part, blobs, strict=True))
             if progress is not None:
@@ -188,11 +200,15 @@ class VectorIndex:
     def _stored(self, shas: list[str]) -> dict[str, bytes]:
         args = (self.index.ns, self.provider.name)
         with self.index.store.aux.reading("read the search index") as conn:
-            if len(shas) > _SCAN_ABOVE:  # one sequential pass beats that many b-tree lookups
-                wanted = set(shas)
-                rows = conn.execute("SELECT text_sha, vector FROM search_vectors WHERE ns = ? AND model = ?", args)
-                return {sha: blob for sha, blob in rows if sha in wanted}
             found: dict[str, bytes] = {}
+            if len(shas) > _SCAN_ABOVE:  # one sequential pass beats that many b-tree lookups
+                wanted, after = set(shas), ""
+                while True:  # in pages: a PostgreSQL cursor holds its whole result in memory
+                    rows = conn.execute(_PAGE_SQL, (*args, after, _PAGE)).fetchall()
+                    found.update((sha, bytes(blob)) for sha, blob in rows if sha in wanted)
+                    if len(rows) < _PAGE:
+                        return found
+                    after = rows[-1][0]
             for start in range(0, len(shas), 500):
                 part = shas[start : start + 500]
                 marks = ",".join("?" * len(part))

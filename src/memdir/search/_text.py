@@ -9,6 +9,9 @@ as it is, where ``porter unicode61 remove_diacritics 2`` lower-cases, folds acce
 (``hiking`` and ``hikes`` both match ``hike``). Bigrams are the usual choice for CJK full-text search without
 a dictionary (Lucene's CJKAnalyzer does the same); measured against the alternatives in docs/search.md.
 
+The PostgreSQL index (`_pg`) gets the same words, split here as ``unicode61`` splits them (`plain_words`), so
+both engines find a text by the same words; PostgreSQL only stems them.
+
 Queries never reach FTS5 as syntax: `match_expression` rebuilds the query from its terms, each one quoted,
 joined by OR, so any string a user or a model sends is a valid, harmless query.
 """
@@ -16,11 +19,12 @@ joined by OR, so any string a user or a model sends is a valid, harmless query.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from .._format import split_lines
 
-__all__ = ["Chunk", "chunk_lines", "index_text", "match_expression", "query_terms"]
+__all__ = ["MAX_WORD", "Chunk", "chunk_lines", "fold", "index_text", "match_expression", "plain_words", "query_terms"]
 
 # Han (with extension A and compatibility ideographs), kana, Hangul syllables and jamo, CJK punctuation excluded.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
@@ -41,6 +45,11 @@ were what when where which while who whom why will with would you your yours you
 _STOP = frozenset(_STOP_WORDS.split())
 
 MAX_QUERY_TERMS = 64  # a longer query adds cost, not precision
+# PostgreSQL skips words over 2,047 bytes (with a notice each time): its index leaves out words over this many
+# characters (4 bytes each at most), which no one searches for.
+MAX_WORD = 500
+_MAX_WORDS_CHARS = 200_000  # per passage: a tsvector holds at most 1 MB (FTS5 has no such bound)
+_DIACRITICS = re.compile("[\u0300-\u036f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,30 @@ def _bigrams(run: str) -> str:
 def index_text(text: str) -> str:
     """``text`` as FTS5 should tokenize it: CJK runs turned into bigrams, the rest unchanged."""
     return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
+
+
+def fold(text: str) -> str:
+    """``text`` lower-cased, its letters' diacritics removed as FTS5's ``remove_diacritics 2`` does (``Renée`` ->
+    ``renee``), for the PostgreSQL index. Only marks of the Combining Diacritical Marks block go: kana's voicing
+    marks and Hangul syllables come back whole when the text is composed again."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    return unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFD", lowered)))
+
+
+def plain_words(text: str) -> str:
+    """``text`` as the PostgreSQL index reads it: the words FTS5's tokenizer would find (runs of letters and
+    digits, folded), CJK runs as bigrams, one space apart. PostgreSQL's own parser would keep e-mail addresses,
+    URLs and hyphenated words whole; splitting them here makes both engines find the same words."""
+    folded = fold(text)
+    found = _TERM.findall(folded)
+    if _CJK_RUN.search(folded) is None:  # most text: no word to cut into bigrams
+        words = [word for word in found if len(word) <= MAX_WORD]
+    else:
+        words = [_bigrams(w) if _CJK_RUN.fullmatch(w) else w for w in found if len(w) <= MAX_WORD or _CJK_RUN.match(w)]
+    joined = " ".join(words)
+    return joined if len(joined) <= _MAX_WORDS_CHARS else joined[: joined.rfind(" ", 0, _MAX_WORDS_CHARS)]
 
 
 def query_terms(query: str) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, NotFoundError
 from ..store._base import check_namespace
 from ..store._migrations import Migrations
-from ..store._sql import translate
 
 if TYPE_CHECKING:
-    from ..store._db import SqlDatabase
+    from ..store._db import AuxConnection, AuxDatabase
     from ..store._migrations import Schema
 
 __all__ = ["TOKEN_PREFIX", "TokenInfo", "TokenRegistry", "looks_like_token"]
@@ -40,15 +38,16 @@ migrations = Migrations("memdir-tokens")
 
 @migrations("0001-tokens")
 def _create_tokens(schema: Schema) -> None:
+    real = "DOUBLE PRECISION" if schema.dialect == "postgres" else "REAL"
     schema.script(
-        """
+        f"""
         CREATE TABLE memdir_tokens (
             id TEXT PRIMARY KEY,
             sha256 TEXT NOT NULL UNIQUE,
             namespace TEXT NOT NULL,
             label TEXT,
-            created REAL NOT NULL,
-            revoked REAL
+            created {real} NOT NULL,
+            revoked {real}
         );
         """
     )
@@ -95,7 +94,7 @@ def _optional_float(value: Any) -> float | None:
 class TokenRegistry:
     """The tokens kept in one auxiliary database."""
 
-    def __init__(self, db: SqlDatabase) -> None:
+    def __init__(self, db: AuxDatabase) -> None:
         self._db = db
         db.ensure(migrations)
 
@@ -137,14 +136,12 @@ class TokenRegistry:
         if not looks_like_token(token):
             return None
         # Looked up by its SHA-256: timing can at most tell an attacker about digests, never about a token.
-        # One statement needs no explicit transaction (this runs on every request).
-        try:
-            info = self._row(self._db.conn, "sha256 = ?", _digest(token))
-        except sqlite3.Error as exc:
-            raise translate(exc, "check a token") from exc
+        # Read afresh on every request (nothing cached), so a revocation by any server applies to the next one.
+        with self._db.reading("check a token") as conn:
+            info = self._row(conn, "sha256 = ?", _digest(token))
         return info if info is not None and info.active else None
 
     @staticmethod
-    def _row(conn: sqlite3.Connection, where: str, value: str) -> TokenInfo | None:
+    def _row(conn: AuxConnection, where: str, value: str) -> TokenInfo | None:
         row = conn.execute(f"SELECT {_COLUMNS} FROM memdir_tokens WHERE {where}", (value,)).fetchone()
         return None if row is None else _info(row)
