@@ -10,6 +10,9 @@ Directory store (``PATH``, ``file:PATH``)
       becomes one version, op ``import``, actor ``import``, timed at the file's mtime; the older history is
       in the file moved aside, for a person (or a future tool) to dig out;
     - namespace counters that disagree with the index, versions whose content is missing (as for SQLite);
+    - changes committed to the index but not yet put in place on disk (a writer killed between the two):
+      reported; memdir finishes them when the namespace is next used, and repair does it now. Their temporary
+      files hold committed content and are not leftovers;
     - leftover ``.memdir-tmp-*`` files of a write that crashed: removed (under the writer lock, so a write
       in progress is never touched);
     - modes other than ``0600`` (files) / ``0700`` (directories): fixed;
@@ -47,7 +50,7 @@ from .paths import ROOT, MemoryPath, is_valid_segment, parse
 from .store import open_store
 from .store._base import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_hex
 from .store._fs import DIR_MODE, FILE_MODE, TEMP_PREFIX, open_root, read_at, scan_tree, walk
-from .store._sql import SqlIndex, connect
+from .store._sql import PendingOp, SqlIndex, connect, pending_by_namespace
 from .store.directory import INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
 
 if TYPE_CHECKING:
@@ -397,26 +400,61 @@ class _DirectoryDoctor:
         self.index = self.base / SIDECAR / INDEX_NAME
         self.report = report
         self.repair = repair
+        # Operations still pending after this run (namespace -> rows): their temporary files are not leftovers,
+        # their paths not outside changes.
+        self.pending: dict[str, list[PendingOp]] = {}
 
     def run(self) -> None:
         if not self.base.is_dir() or not any((self.base / n).exists() for n in ("memories", "namespaces", SIDECAR)):
             self.report.add("error", str(self.base), "no memdir directory store at this location")
             return
         _check_mode(self.report, ".", os.stat(self.base), self.base.parent, self.base.name, self.repair)
+        damage = _damage(self.index) if self.index.exists() else None
+        if self.index.exists() and damage is None:
+            self._pending_changes()  # first: a repair puts them in place before the walk looks for leftovers
         self._walk_tree()
-        if self._index_sound():
+        if self._index_sound(damage):
             with contextlib.closing(connect(self.index)) as conn:
                 _check_schema(conn, self.report, f"{SIDECAR}/{INDEX_NAME}", self.repair)
                 self._outside_changes(conn)
 
+    # -- changes committed but not yet visible
+
+    def _pending_changes(self) -> None:
+        for namespace, ops in _pending_ops(self.index).items():
+            problem = (
+                f"{_n(len(ops), 'committed change')} not yet put in place on disk (a writer was stopped before it "
+                "could; done when the store is next used)"
+            )
+            index = self.report.add("info", f"namespace {namespace}", problem)
+            if self.repair:
+                self.report.repaired(index, functools.partial(self._finish_pending, namespace))
+            if self.report.findings[index].repaired is None:
+                self.pending[namespace] = ops
+
+    def _finish_pending(self, namespace: str) -> str:
+        with DirectoryStore(self.base, namespace=namespace):
+            pass  # opening a namespace finishes what its writers left undone
+        return "put in place (files edited by hand meanwhile are kept, and recorded as versions by actor `external`)"
+
+    def _committed_temp(self, here: str) -> bool:
+        """Whether ``here`` (as the walk names it) is the temporary file of a pending change."""
+        for namespace, ops in self.pending.items():
+            top = "memories" if namespace == DEFAULT_NAMESPACE else f"namespaces/{namespace}"
+            for op in ops:
+                parent = op.path.rpartition("/")[0]
+                if op.temp is not None and here == "/".join(filter(None, (top, parent, op.temp))):
+                    return True
+        return False
+
     # -- the sidecar index
 
-    def _index_sound(self) -> bool:
+    def _index_sound(self, damage: str | None) -> bool:
+        """``damage``: what `_damage` found in the index, if it exists."""
         where = f"{SIDECAR}/{INDEX_NAME}"
         if not self.index.exists():
             index = self.report.add("warning", where, "the history index is missing (the history is lost)")
         else:
-            damage = _damage(self.index)
             if damage is None:
                 return True
             index = self.report.add("error", where, f"the history index is damaged ({damage})")
@@ -452,7 +490,8 @@ class _DirectoryDoctor:
 
     def _outside_changes(self, conn: sqlite3.Connection) -> None:
         for namespace, root in self._namespaces():
-            changed = _changed_outside(conn, namespace, root)
+            unfinished = {key for op in self.pending.get(namespace, []) for key in (op.path, op.old_path) if key}
+            changed = _changed_outside(conn, namespace, root, unfinished)
             if not changed:
                 continue
             problem = f"{_n(changed, 'file')} changed outside memdir (recorded as versions when the store is next used)"
@@ -529,6 +568,8 @@ class _DirectoryDoctor:
         if stat.S_ISLNK(st.st_mode):
             self.report.add("warning", here, "a symbolic link: memdir never follows it; the model cannot see it")
         elif tree and name.startswith(TEMP_PREFIX) and stat.S_ISREG(st.st_mode):
+            if self._committed_temp(here):
+                return  # holds a committed change, reported with its namespace
             done = _unlink(fd, name) if self.repair else None
             self.report.add("warning", here, "a temporary file left by an interrupted write", done)
         elif not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
@@ -603,19 +644,29 @@ def _refused_name(name: str) -> str | None:
     return "not in Unicode normal form C"
 
 
-def _changed_outside(conn: sqlite3.Connection, namespace: str, root: Path) -> int:
+def _changed_outside(conn: sqlite3.Connection, namespace: str, root: Path, unfinished: set[str]) -> int:
     """How many files were created, edited or deleted on disk since memdir last saw them. A file whose
-    on-disk identity changed (a chmod, a touch) but whose content did not is not counted."""
+    on-disk identity changed (a chmod, a touch) but whose content did not is not counted, nor are the paths of
+    ``unfinished`` changes (committed, not yet put in place)."""
     rows = conn.execute("SELECT path, stamp, sha256 FROM files WHERE ns = ?", (namespace,)).fetchall()
-    known = {str(path): (stamp, sha) for path, stamp, sha in rows}
+    known = {str(path): (stamp, sha) for path, stamp, sha in rows if str(path) not in unfinished}
     changed = 0
     with open_root(root) as handle:
-        on_disk = dict(scan_tree(handle, MemoryPath.root()))
+        on_disk = {p: st for p, st in scan_tree(handle, MemoryPath.root()) if p.key not in unfinished}
         for path, st in on_disk.items():
             stamp, sha = known.get(path.key, (None, None))
             if stamp != st.stamp and (sha is None or _hash_at(handle, path) != sha):
                 changed += 1
     return changed + len(known.keys() - {p.key for p in on_disk})
+
+
+def _pending_ops(index: Path) -> dict[str, list[PendingOp]]:
+    """The pending file operations in the index, by namespace (none in an index from before they existed)."""
+    try:
+        with contextlib.closing(_open_readonly(index)) as conn:
+            return pending_by_namespace(conn)
+    except sqlite3.Error:
+        return {}  # no such table yet (an index from before it existed); damage is the index check's to report
 
 
 def _hash_at(root: DirHandle, path: MemoryPath) -> str | None:

@@ -14,6 +14,7 @@ import pytest
 from cli.helpers import Run
 from memdir import CorruptStoreError, NotFoundError, Origin, open_store
 from memdir.doctor import diagnose
+from support.crash import killed_after_commit
 
 HINT = " Run `memdir doctor --repair` to fix what can be fixed."
 
@@ -188,6 +189,38 @@ def test_a_chmod_alone_is_not_an_outside_change(run: Run, base: Path) -> None:
     assert run("doctor", store=str(base)).stdout.endswith("No problems found.\n")
 
 
+WRITER = """
+from memdir import open_store
+
+open_store(sys.argv[1]).write("/memories/d/b.md", b"bee 2\\n")
+"""
+
+
+def test_a_change_a_killed_writer_committed_is_not_a_leftover_and_repair_puts_it_in_place(run: Run, base: Path) -> None:
+    with killed_after_commit(WRITER, str(base)):
+        pass
+    (temp,) = (base / "memories" / "d").glob(".memdir-tmp-*")
+    pending = (
+        "info    namespace default: 1 committed change not yet put in place on disk (a writer was stopped before it "
+        "could; done when the store is next used)\n"
+    )
+    result = run("doctor", store=str(base))
+    assert (result.exit_code, result.stdout) == (0, f"Checking {base} (directory store)\n{pending}No problems found.\n")
+    assert temp.read_bytes() == b"bee 2\n"  # committed content: not removed as a leftover
+
+    result = run("doctor", "--repair", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        0,
+        f"Checking {base} (directory store)\n{pending}"
+        "        repaired: put in place (files edited by hand meanwhile are kept, and recorded as versions by actor "
+        "`external`)\n"
+        "No problems found.\n",
+    )
+    assert files_on_disk(base) == {"a.md": b"alpha 2\n", "d/b.md": b"bee 2\n"}
+    with open_store(str(base)) as store:
+        assert [v.actor for v in store.history("/memories/d/b.md")] == ["user", "user"]
+
+
 def test_counters_that_disagree_with_the_index_are_fixed(run: Run, base: Path) -> None:
     with sqlite3.connect(base / ".memdir" / "index.db") as conn:
         conn.execute("UPDATE namespaces SET files = 99, bytes = 7")
@@ -232,7 +265,7 @@ def test_an_unknown_scheme_is_a_one_line_error(run: Run) -> None:
     result = run("doctor", store="bogus:x")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (
-        "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, http:, https:, memory:, sqlite:\n"
+        "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, http:, https:, memory:, postgres:, postgresql:, sqlite:\n"
     )
 
 
