@@ -10,9 +10,18 @@ import httpx
 import pytest
 
 from memdir.store._base import sha256_hex
+from support.postgres import database_url
 
 from .conftest import Client
 from .helpers import error_of, tool
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The served store: SQLite, and PostgreSQL, where the audit log and the tokens live in the store's own database."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'memory.db'}"
+    return database_url(str(tmp_path))
 
 
 @pytest.fixture
@@ -68,6 +77,7 @@ def test_each_namespace_reads_only_its_own_log(http: httpx.Client, client: Clien
     assert bob.get("/v1/audit", params={"namespace": "alice", "path": "/memories/a.md"}).json()["entries"] == []
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # the damage is done to the SQLite file
 def test_verify_reports_content_changed_behind_memdirs_back(http: httpx.Client, store_url: str) -> None:
     assert http.get("/v1/verify").json() == {"ok": True, "files": 2, "discrepancies": []}
     database = Path(store_url.removeprefix("sqlite://"))

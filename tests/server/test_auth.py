@@ -90,7 +90,7 @@ def test_two_authorization_headers_are_refused(server: LiveServer, raw: Raw) -> 
 def test_a_token_opens_its_namespace(client: Client, server: LiveServer) -> None:
     token = server.token("alice", label="laptop")
     who = client(token=token).get("/v1/whoami").json()
-    assert who == {"namespace": "alice", "token_id": server.services.tokens.verify(token).id}
+    assert who == {"namespace": "alice", "token_id": server.services.tokens.verify(token).id, "idempotent_writes": True}
 
 
 def test_revocation_takes_effect_on_the_next_request_on_the_same_connection(client: Client, server: LiveServer) -> None:

@@ -147,7 +147,7 @@ def test_double_slashes_and_absolute_urls_stay_in_the_senders_namespace(
         assert b"launch code" not in response.body
     # An absolute-form target: httptools takes its path, h11 keeps it whole (no route). Either way, Bob is Bob.
     who = raw(get("http://alice.example/v1/whoami", token, extra="Forwarded: for=1.2.3.4;host=alice\r\n"))
-    assert who.json() == {"namespace": "bob", "token_id": who.json().get("token_id")} or who.status == 404
+    assert who.status == 404 or who.json()["namespace"] == "bob"
     assert (
         raw(get("/v1/whoami", token, extra="Forwarded: host=alice\r\nX-Forwarded-For: 1.2.3.4\r\n")).json()["namespace"]
         == "bob"

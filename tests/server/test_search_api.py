@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
+from support.postgres import database_url
+
 from .conftest import Client
 from .helpers import error_of, tool
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The served store: SQLite, and PostgreSQL, where the search index and the tokens live in the store's own database."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'memory.db'}"
+    return database_url(str(tmp_path))
 
 
 @pytest.fixture

@@ -97,7 +97,8 @@ def _services(config: ServerConfig) -> Services:
         raise
     limiter = RateLimiter(config.rate, config.burst)
     tenants = Tenants(config.store_url, limit=config.max_open_namespaces, tool_options=config.tool_options)
-    return Services(config, admin, tokens, Gate(tokens, limiter), tenants)
+    gate = Gate(tokens, limiter, offload=admin.aux.dialect != "sqlite")
+    return Services(config, admin, tokens, gate, tenants)
 
 
 def _lifespan(services: Services) -> Any:
@@ -119,7 +120,9 @@ def _lifespan(services: Services) -> Any:
 
 
 def _display(url: str | None) -> str:
-    return url or "(the default store)"
+    from ..store import redact_url  # a PostgreSQL URL may carry a password: never log it
+
+    return redact_url(url) if url else "(the default store)"
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:

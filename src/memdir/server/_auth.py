@@ -2,12 +2,18 @@
 
 The namespace of a request comes from its token and from nothing else. No path, query parameter, header or body
 field can name one: the handlers receive the `Principal` made here and open only ``principal.namespace``.
+
+Tokens are looked up on every request (a revocation applies at once, on every server). On a SQLite store that
+is a read from a local file, done in the event loop; on PostgreSQL it is a network round trip, which would stall
+every request of the process meanwhile (for seconds while the database restarts), so it runs in a worker thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import anyio.to_thread
 
 from ._errors import ApiError
 from ._guard import request_info
@@ -16,7 +22,7 @@ if TYPE_CHECKING:
     from starlette.types import Scope
 
     from ._ratelimit import RateLimiter
-    from .tokens import TokenRegistry
+    from .tokens import TokenInfo, TokenRegistry
 
 __all__ = ["Gate", "Principal"]
 
@@ -30,14 +36,21 @@ class Principal:
 class Gate:
     """Authenticates a request and charges its token's rate limit."""
 
-    def __init__(self, tokens: TokenRegistry, limiter: RateLimiter) -> None:
+    def __init__(self, tokens: TokenRegistry, limiter: RateLimiter, *, offload: bool = False) -> None:
         self.tokens = tokens
         self.limiter = limiter
+        self.offload = offload  # look tokens up in a worker thread (the database is over the network)
 
-    def admit(self, scope: Scope) -> Principal:
+    async def admit(self, scope: Scope) -> Principal:
         """The principal of an authenticated request within its rate limit; `ApiError` otherwise."""
         token = _bearer(scope)
-        info = self.tokens.verify(token)
+        if self.offload:
+            info = await anyio.to_thread.run_sync(self.tokens.verify, token)
+        else:
+            info = self.tokens.verify(token)
+        return self._admitted(scope, info)
+
+    def _admitted(self, scope: Scope, info: TokenInfo | None) -> Principal:
         if info is None:
             # One message for unknown, malformed and revoked: which of them it was is no business of the sender.
             raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed or revoked)")

@@ -24,7 +24,8 @@ from ..paths import parse
 from ..store._base import Origin
 from ._errors import ApiError, exception_response
 from ._guard import request_info
-from ._wire import HEADER_ACTOR, HEADER_SESSION, HEADER_SOURCE, decode_header
+from ._idempotency import KEY_PATTERN, run_tool_once
+from ._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -70,7 +71,7 @@ class Endpoint:
         async def endpoint(request: Request) -> Response:
             request_info(request.scope)["route"] = self.openapi_path
             try:
-                principal = None if self.public else services.gate.admit(request.scope)
+                principal = None if self.public else await services.gate.admit(request.scope)
                 return await self.handler(Call(request, principal, services))
             except Exception as exc:
                 return exception_response(exc)
@@ -103,13 +104,14 @@ class Call:
 
         return await self._in_thread(leased, writes)
 
-    async def run_tool(self, origin: Origin, command: object) -> ToolResult:
-        """Run a memory tool command as ``origin`` on the principal's namespace, in a worker thread."""
+    async def run_tool(self, origin: Origin, command: object) -> tuple[ToolResult, bool]:
+        """Run a memory tool command as ``origin`` on the principal's namespace, in a worker thread (a change at
+        most once per idempotency key: `memdir.server._idempotency`); True when the result was replayed."""
         tenants, namespace = self.services.tenants, self.principal.namespace
 
-        def execute() -> ToolResult:
-            with tenants.tool(namespace, origin.actor, origin.session) as tool:
-                return tool.execute(command)
+        def execute() -> tuple[ToolResult, bool]:
+            with tenants.tool(namespace, origin.actor, origin.session, origin.request) as tool:
+                return run_tool_once(tool, command)
 
         reads_only = isinstance(command, Mapping) and command.get("command") == "view"
         return await self._in_thread(execute, not reads_only)
@@ -189,11 +191,18 @@ class Call:
         return values[0] if values else None
 
     def origin(self, *, actor: str, session: str | None, actors: frozenset[str] | None = None) -> Origin:
-        """Who makes this change: the ``X-Memdir-Actor/-Session/-Source`` headers over the given defaults."""
+        """Who makes this change: the ``X-Memdir-Actor/-Session/-Source`` headers over the given defaults, and
+        the request's ``Idempotency-Key``."""
         chosen = self._label(HEADER_ACTOR) or actor
         if actors is not None and chosen not in actors:
             raise ApiError("invalid_request", f"{HEADER_ACTOR} must be one of: {', '.join(sorted(actors))}")
-        return Origin(chosen, self._label(HEADER_SESSION) or session, self._label(HEADER_SOURCE))
+        return Origin(chosen, self._label(HEADER_SESSION) or session, self._label(HEADER_SOURCE), self._key())
+
+    def _key(self) -> str | None:
+        key = self.header(HEADER_IDEMPOTENCY)
+        if key is not None and not KEY_PATTERN.fullmatch(key):
+            raise ApiError("invalid_request", f"{HEADER_IDEMPOTENCY} must be 1-255 visible ASCII characters")
+        return key
 
     def _label(self, name: str) -> str | None:
         raw = self.header(name)

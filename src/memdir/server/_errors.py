@@ -3,6 +3,9 @@
 Handlers raise `ApiError` for what is wrong with the request, or let a `MemdirError` through; `error_response`
 turns either into the response with the code's status (`memdir.server._wire.ERRORS`). Anything else is a bug:
 logged with its traceback, answered as ``internal_error`` with no detail.
+
+A database that cannot be reached (`StorageUnavailableError`: restarting, failed over, out of connections) is not
+a bug but weather: ``503 unavailable`` with ``Retry-After``, logged as one warning line without a traceback.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from typing import Any
 
 from starlette.responses import Response
 
-from ..errors import ConflictError, MemdirError, PathError
-from ._wire import ERRORS, code_for
+from ..errors import ConflictError, MemdirError, PathError, StorageUnavailableError
+from ._wire import ERRORS, RETRY_UNAVAILABLE_SECONDS, code_for
 
-__all__ = ["ApiError", "error_response", "exception_response", "json_response"]
+__all__ = ["ApiError", "error_response", "exception_response", "json_response", "unavailable"]
 
 log = logging.getLogger("memdir.server")
 
@@ -65,4 +68,13 @@ def _from_memdir(exc: MemdirError) -> ApiError:
         return ApiError(code, message, path=exc.shown, kind=exc.kind, why=exc.why)
     if isinstance(exc, ConflictError):
         return ApiError(code, message, current=exc.current)
+    if isinstance(exc, StorageUnavailableError):
+        return unavailable(message)
     return ApiError(code, message)
+
+
+def unavailable(message: str) -> ApiError:
+    """``503 unavailable``: the database is out of reach for now; the client should come back shortly."""
+    log.warning("storage unavailable: %s", message)
+    seconds = RETRY_UNAVAILABLE_SECONDS
+    return ApiError("unavailable", message, headers={"Retry-After": str(seconds)}, retry_after=seconds)

@@ -132,7 +132,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_info(scope)["route"] = "/mcp"
         try:
-            principal = self.services.gate.admit(scope)
+            principal = await self.services.gate.admit(scope)
         except Exception as exc:
             await exception_response(exc)(scope, receive, send)
             return

@@ -19,8 +19,16 @@ __all__ = ["MCP_METHODS", "openapi_document"]
 MCP_METHODS = ("POST", "GET", "DELETE")
 
 # What any authenticated endpoint may answer, whatever it does.
-_COMMON = ("invalid_request", "unauthorized", "rate_limited", "uri_too_long", "headers_too_large", "internal_error")
-_STORE = ("storage_error", "corrupt_store", "refused")
+_COMMON = (
+    "invalid_request",
+    "unauthorized",
+    "rate_limited",
+    "uri_too_long",
+    "headers_too_large",
+    "internal_error",
+    "unavailable",  # the token is looked up in the store's database, which may be out of reach
+)
+_STORE = ("storage_error", "corrupt_store", "insufficient_storage", "refused")
 _PUBLIC = ("uri_too_long", "headers_too_large", "internal_error")
 
 _DESCRIPTION = """\

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ._schemas_web import WEB_SCHEMAS
-from ._wire import ERRORS, HEADER_ACTOR, HEADER_SESSION, HEADER_SOURCE
+from ._wire import ERRORS, HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE
 
 __all__ = [
     "BYTES",
+    "IDEMPOTENCY_HEADER",
     "ORIGIN_HEADERS",
     "PATH_PARAMETER",
     "SCHEMAS",
@@ -64,9 +65,16 @@ ORIGIN_HEADERS: tuple[dict[str, Any], ...] = (
     _header(HEADER_SESSION, _SESSION_DOC + " Default: none."),
     _header(HEADER_SOURCE, "Where the content came from, recorded on the versions (default: none)."),
 )
+IDEMPOTENCY_HEADER = _header(
+    HEADER_IDEMPOTENCY,
+    "A key of your choosing (1-255 visible ASCII characters; a fresh UUID per change): sent again with the same "
+    "key, the change is made at most once and the first attempt's answer comes back. Recorded by the SQLite and "
+    "PostgreSQL stores (`idempotent_writes` in /v1/whoami).",
+)
 TOOL_HEADERS: tuple[dict[str, Any], ...] = (
     _header(HEADER_ACTOR, "`model` (default) or `user`: who the memory tool acts for."),
     _header(HEADER_SESSION, _SESSION_DOC + " Default: `token-<token id>`."),
+    IDEMPOTENCY_HEADER,
 )
 
 _VERSION: dict[str, Any] = {
@@ -228,7 +236,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "Whoami": {
         "type": "object",
-        "properties": {"namespace": {"type": "string"}, "token_id": {"type": "string"}},
+        "properties": {
+            "namespace": {"type": "string"},
+            "token_id": {"type": "string"},
+            "idempotent_writes": {
+                "type": "boolean",
+                "description": "Whether this server's store records Idempotency-Key (so a change may be resent).",
+            },
+        },
     },
     **WEB_SCHEMAS,
     "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "version": {"type": "string"}}},

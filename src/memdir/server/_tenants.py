@@ -17,6 +17,8 @@ is made, and closing it flushes the audit records it buffered, which happens whe
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import fcntl
 import os
 import threading
@@ -111,11 +113,13 @@ class Tenants:
         return lock
 
     @contextlib.contextmanager
-    def tool(self, namespace: str, actor: str, session: str | None) -> Iterator[MemoryTool]:
-        """The memory tool of ``namespace`` acting as (``actor``, ``session``), kept open while the block runs."""
+    def tool(self, namespace: str, actor: str, session: str | None, request: str | None = None) -> Iterator[MemoryTool]:
+        """The memory tool of ``namespace`` acting as (``actor``, ``session``), kept open while the block runs;
+        its changes carry the idempotency key ``request`` when one is given."""
         slot = self._acquire(namespace)
         try:
-            yield self._tool(slot, (actor, session))
+            tool = self._tool(slot, (actor, session))
+            yield tool if request is None else _keyed(tool, request)
         finally:
             self._release(slot)
 
@@ -174,3 +178,15 @@ class Tenants:
         if self._process_lock is not None:
             os.close(self._process_lock)
             self._process_lock = None
+
+
+def _keyed(tool: MemoryTool, request: str) -> MemoryTool:
+    """A twin of the shared ``tool`` whose changes record the idempotency key ``request``.
+
+    The shared tool serves concurrent requests, so its origin must not change under them: the twin has its own
+    guard (which holds the origin) and shares everything else (store, policy, audit buffer). It is dropped after
+    the request, never closed: closing is the shared tool's (it flushes the shared audit buffer)."""
+    twin = copy.copy(tool)
+    twin.guard = copy.copy(tool.guard)
+    twin.origin = dataclasses.replace(tool.origin, request=request)
+    return twin

@@ -4,8 +4,11 @@ Kept free of server imports (no Starlette): the client imports it too.
 
 Every error response is ``{"error": {"code": CODE, "message": TEXT, ...}}`` with a code from `ERRORS`. A few codes
 carry more fields: ``conflict`` the file's ``current`` version, ``path_error`` the ``path`` as sent with its
-``kind`` and ``why`` (so a client can rebuild the exact `PathError` the model reads), ``rate_limited`` its
-``retry_after`` seconds.
+``kind`` and ``why`` (so a client can rebuild the exact `PathError` the model reads), ``rate_limited`` and
+``unavailable`` their ``retry_after`` seconds (also sent as ``Retry-After``).
+
+A change sent with an ``Idempotency-Key`` header (`HEADER_IDEMPOTENCY`) is made at most once: sent again with
+the same key, it answers what the first attempt did (`memdir.server._idempotency`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from ..errors import (
     PathError,
     RateLimitError,
     StorageError,
+    StorageFullError,
+    StorageUnavailableError,
 )
 from ..paths import parse
 from ..store._base import Entry, Stat, Usage
@@ -44,8 +49,11 @@ __all__ = [
     "API_PREFIX",
     "ERRORS",
     "HEADER_ACTOR",
+    "HEADER_IDEMPOTENCY",
+    "HEADER_REPLAYED",
     "HEADER_SESSION",
     "HEADER_SOURCE",
+    "RETRY_UNAVAILABLE_SECONDS",
     "ErrorCode",
     "code_for",
     "decode_header",
@@ -64,6 +72,9 @@ API_PREFIX = "/v1"
 HEADER_ACTOR = "X-Memdir-Actor"
 HEADER_SESSION = "X-Memdir-Session"
 HEADER_SOURCE = "X-Memdir-Source"
+HEADER_IDEMPOTENCY = "Idempotency-Key"
+HEADER_REPLAYED = "Idempotent-Replayed"
+RETRY_UNAVAILABLE_SECONDS = 1  # what an `unavailable` answer asks a client to wait: a database restart takes ~1 s
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +115,31 @@ ERRORS: dict[str, ErrorCode] = {
         ErrorCode("encoding_error", 422, "Bytes that are not UTF-8 where text is required."),
         ErrorCode("archive_error", 422, "An archive that cannot be used, or an import that was refused."),
         ErrorCode("refused", 422, "memdir refused the request for another reason; the message says why."),
+        ErrorCode("idempotency_key_reused", 422, "The Idempotency-Key was already used for a different change."),
         ErrorCode("rate_limited", 429, "Too many requests with this token; wait Retry-After seconds."),
         ErrorCode("headers_too_large", 431, "The request headers are over the server's bound."),
         ErrorCode("internal_error", 500, "An unexpected error; the details are in the server log."),
         ErrorCode("corrupt_store", 500, "The store's files are damaged; `memdir doctor` can help."),
         ErrorCode("storage_error", 500, "The store could not complete the operation (disk full, read-only, locked)."),
+        ErrorCode(
+            "insufficient_storage",
+            507,
+            "The disk holding the store's database is full; nothing was written. Reads still work.",
+        ),
+        ErrorCode(
+            "unavailable",
+            503,
+            "The store's database cannot be reached right now (restarting, overloaded). Retry after Retry-After "
+            "seconds; retry a change with the same Idempotency-Key, which makes it at most once.",
+        ),
     )
 }
 
 # Most specific class first: the first match names the code.
 _CODES_BY_CLASS: tuple[tuple[type[MemdirError], str], ...] = (
     (CorruptStoreError, "corrupt_store"),
+    (StorageUnavailableError, "unavailable"),
+    (StorageFullError, "insufficient_storage"),
     (StorageError, "storage_error"),
     (PathError, "path_error"),
     (NotFoundError, "not_found"),
@@ -170,6 +195,10 @@ def error_from_body(status: int, body: object) -> MemdirError:
         return PathError(str(error.get("path", "")), str(error.get("kind", "not_allowed")), str(error.get("why", "")))
     if code == "rate_limited":
         return RateLimitError(message, retry_after=_seconds(error.get("retry_after")))
+    if code == "unavailable":
+        return StorageUnavailableError(message)
+    if code == "insufficient_storage":
+        return StorageFullError(message)
     simple = _SIMPLE_ERRORS.get(code)
     if simple is not None:
         return simple(message)

@@ -8,6 +8,7 @@ a stale edit is ``412 conflict`` with the file's ``current`` version, and nothin
 
 from __future__ import annotations
 
+import functools
 import mimetypes
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,8 @@ from .. import _audited
 from .._diffs import diff, text_of
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
-from .._schemas import ORIGIN_HEADERS, PATH_PARAMETER, json_body, ref
+from .._idempotency import REPLAYED, once, written
+from .._schemas import IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, json_body, ref
 from .._schemas import json_response as json_doc
 from .._wire import version_to_json
 
@@ -144,13 +146,16 @@ async def edit(call: Call) -> Response:
     origin = call.origin(actor="user", session=None)
     data = content.encode("utf-8")
 
-    def write(store: Store) -> Version:
-        return _audited.write(
-            store, origin, "edit", path.virtual, lambda: store.write(path, data, expect=expect, origin=origin)
-        )
+    def write(store: Store) -> tuple[Version, bool]:
+        def audited() -> Version:
+            change = functools.partial(store.write, path, data, expect=expect, origin=origin)
+            return _audited.write(store, origin, "edit", path.virtual, change)
 
-    version = await call.run(write, writes=True)
-    return json_response(version_to_json(version), headers={"ETag": f'"{version.version}"'})
+        return once(store, origin, audited, written(path))
+
+    version, replayed = await call.run(write, writes=True)
+    headers = {"ETag": f'"{version.version}"', **(REPLAYED if replayed else {})}
+    return json_response(version_to_json(version), headers=headers)
 
 
 def _edit_body(body: dict[str, Any]) -> tuple[str, Expect]:
@@ -277,7 +282,7 @@ ENDPOINTS = (
         description="`expected_version` is required: a version number, or null to create a file that must not "
         "exist yet. Recorded as op `write` by actor `user` (or `X-Memdir-Actor`), and in the audit log (command "
         "`edit`; a refused edit too, with its error code).",
-        parameters=(PATH_PARAMETER, *ORIGIN_HEADERS),
+        parameters=(PATH_PARAMETER, *ORIGIN_HEADERS, IDEMPOTENCY_HEADER),
         request_body=json_body(ref("Edit")),
         responses={"200": json_doc(ref("Version"), "The version written.")},
         errors=(*_FILE_ERRORS, "conflict", "already_exists"),

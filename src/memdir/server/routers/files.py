@@ -3,11 +3,13 @@
 Paths are in the URL (``/v1/files/memories/notes.md``). A write's precondition travels as HTTP's conditional
 headers: ``If-None-Match: *`` (the path must hold nothing), ``If-Match: "N"`` (the file must be at version N);
 without either the write creates or overwrites. A failed precondition is ``412 conflict`` (with the current
-version) or ``409 already_exists``.
+version) or ``409 already_exists``. Writes, deletes and moves take an ``Idempotency-Key`` (made at most once:
+`memdir.server._idempotency`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +19,14 @@ from ...paths import parse
 from ...store._base import ANY, MISSING, Expect, Op
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
-from .._schemas import BYTES, ORIGIN_HEADERS, PATH_PARAMETER, binary, json_body, ref
+from .._idempotency import REPLAYED, moved, once, removed, written
+from .._schemas import BYTES, IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, binary, json_body, ref
 from .._schemas import json_response as json_doc
 from .._wire import entry_to_json, stat_to_json, usage_to_json, version_to_json, versions_to_json
 
 if TYPE_CHECKING:
-    from ...store._base import FileData
+    from ...store import Store
+    from ...store._base import FileData, Version
 
 __all__ = ["ENDPOINTS"]
 
@@ -58,10 +62,14 @@ async def write_file(call: Call) -> Response:
     origin = call.origin(actor="user", session=None)
     content = await call.body(call.services.config.max_upload_bytes)
     written_op: Op = op  # type: ignore[assignment]  # checked against _OPS above
-    version = await call.run(
-        lambda store: store.write(path, content, expect=expect, origin=origin, op=written_op), writes=True
-    )
-    return json_response(version_to_json(version), headers={"ETag": f'"{version.version}"'})
+
+    def write(store: Store) -> tuple[Version, bool]:
+        change = functools.partial(store.write, path, content, expect=expect, origin=origin, op=written_op)
+        return once(store, origin, change, written(path))
+
+    version, replayed = await call.run(write, writes=True)
+    headers = {"ETag": f'"{version.version}"', **(REPLAYED if replayed else {})}
+    return json_response(version_to_json(version), headers=headers)
 
 
 def _expect(call: Call) -> Expect:
@@ -83,8 +91,10 @@ def _expect(call: Call) -> Expect:
 async def delete_file(call: Call) -> Response:
     path = call.memory_path()
     origin = call.origin(actor="user", session=None)
-    versions = await call.run(lambda store: store.delete(path, origin=origin), writes=True)
-    return json_response(versions_to_json(versions))
+    versions, replayed = await call.run(
+        lambda store: once(store, origin, lambda: store.delete(path, origin=origin), removed(path)), writes=True
+    )
+    return json_response(versions_to_json(versions), headers=REPLAYED if replayed else None)
 
 
 async def stat_path(call: Call) -> Response:
@@ -108,8 +118,10 @@ async def move(call: Call) -> Response:
         raise ApiError("invalid_request", 'the body must be {"from": "/memories/...", "to": "/memories/..."}')
     src, dst = parse(source), parse(dest)
     origin = call.origin(actor="user", session=None)
-    versions = await call.run(lambda store: store.move(src, dst, origin=origin), writes=True)
-    return json_response(versions_to_json(versions))
+    versions, replayed = await call.run(
+        lambda store: once(store, origin, lambda: store.move(src, dst, origin=origin), moved(dst)), writes=True
+    )
+    return json_response(versions_to_json(versions), headers=REPLAYED if replayed else None)
 
 
 async def usage(call: Call) -> Response:
@@ -159,10 +171,18 @@ ENDPOINTS = (
         "Write a file (parents are created), optionally only at an expected version",
         "files",
         description="The body is the file's new content, byte for byte, whatever its Content-Type.",
-        parameters=(PATH_PARAMETER, *_PRECONDITIONS, *ORIGIN_HEADERS),
+        parameters=(PATH_PARAMETER, *_PRECONDITIONS, *ORIGIN_HEADERS, IDEMPOTENCY_HEADER),
         request_body={"required": True, "content": {"application/octet-stream": {"schema": BYTES}}},
         responses={"200": json_doc(ref("Version"), "The version recorded.")},
-        errors=("path_error", "conflict", "already_exists", "not_a_file", "not_a_directory", "payload_too_large"),
+        errors=(
+            "path_error",
+            "conflict",
+            "already_exists",
+            "not_a_file",
+            "not_a_directory",
+            "payload_too_large",
+            "idempotency_key_reused",
+        ),
     ),
     Endpoint(
         "DELETE",
@@ -171,9 +191,9 @@ ENDPOINTS = (
         "deleteFile",
         "Delete a file, or a directory and everything below it",
         "files",
-        parameters=(PATH_PARAMETER, *ORIGIN_HEADERS),
+        parameters=(PATH_PARAMETER, *ORIGIN_HEADERS, IDEMPOTENCY_HEADER),
         responses={"200": _VERSIONS},
-        errors=("path_error", "not_found"),
+        errors=("path_error", "not_found", "idempotency_key_reused"),
     ),
     Endpoint(
         "GET",
@@ -204,10 +224,10 @@ ENDPOINTS = (
         "moveFile",
         "Rename or move a file or directory (never over an existing one)",
         "files",
-        parameters=ORIGIN_HEADERS,
+        parameters=(*ORIGIN_HEADERS, IDEMPOTENCY_HEADER),
         request_body=json_body(ref("Move")),
         responses={"200": _VERSIONS},
-        errors=("path_error", "not_found", "already_exists", "not_a_directory"),
+        errors=("path_error", "not_found", "already_exists", "not_a_directory", "idempotency_key_reused"),
     ),
     Endpoint(
         "GET",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import itertools
 import re
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,8 @@ from ...errors import NotFoundError
 from .. import _audited
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
-from .._schemas import ORIGIN_HEADERS, PATH_PARAMETER, binary, json_body, ref
+from .._idempotency import REPLAYED, once, written
+from .._schemas import IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, binary, json_body, ref
 from .._schemas import json_response as json_doc
 from .._wire import version_from_json, version_to_json, versions_to_json
 
@@ -47,11 +49,12 @@ async def restore(call: Call) -> Response:
         # of the file, so the write is conditional on it (the same content and op as `restore`).
         return store.write(path, store.read_version(path, number), expect=expected, origin=origin, op="restore")
 
-    def audited(store: Store) -> Version:
-        return _audited.write(store, origin, "restore", path.virtual, lambda: restore_in(store))
+    def audited(store: Store) -> tuple[Version, bool]:
+        change = functools.partial(_audited.write, store, origin, "restore", path.virtual, lambda: restore_in(store))
+        return once(store, origin, change, written(path))
 
-    version = await call.run(audited, writes=True)
-    return json_response(version_to_json(version))
+    version, replayed = await call.run(audited, writes=True)
+    return json_response(version_to_json(version), headers=REPLAYED if replayed else None)
 
 
 def _number(body: dict[str, Any], name: str) -> int:
@@ -134,7 +137,7 @@ ENDPOINTS = (
         "history",
         description="With `expected_version`, only if the file is still at that version (else `412 conflict`). "
         "Recorded in the audit log (channel `http`, command `restore`).",
-        parameters=(PATH_PARAMETER, *ORIGIN_HEADERS),
+        parameters=(PATH_PARAMETER, *ORIGIN_HEADERS, IDEMPOTENCY_HEADER),
         request_body=json_body(ref("Restore")),
         responses={"200": json_doc(ref("Version"), "The new version.")},
         errors=("path_error", "not_found", "conflict", "not_a_file", "not_a_directory"),

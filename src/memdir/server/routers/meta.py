@@ -25,7 +25,12 @@ async def openapi(call: Call) -> Response:
 
 
 async def whoami(call: Call) -> Response:
-    return json_response({"namespace": call.principal.namespace, "token_id": call.principal.token_id})
+    principal = call.principal
+    # Every namespace of a server is in one store of one kind: the admin store's kind answers for all.
+    idempotent = call.services.admin.records_requests
+    return json_response(
+        {"namespace": principal.namespace, "token_id": principal.token_id, "idempotent_writes": idempotent}
+    )
 
 
 ENDPOINTS = (

@@ -5,6 +5,10 @@
 the command ran, whatever its outcome: a refused command is a result for the model (``is_error: true``), not an
 HTTP error. Writes are recorded with actor ``model`` (``X-Memdir-Actor: user`` says a person acts) and the
 ``X-Memdir-Session`` header, or ``token-<token id>`` when none is sent.
+
+Two answers are not results: a database that cannot be reached right now is ``503 unavailable`` with
+``Retry-After`` (the model did nothing wrong, and the same command will likely work in a moment), and a change sent
+again with the same ``Idempotency-Key`` answers the first attempt's result without changing anything again.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...tool import COMMANDS
 from .._endpoint import Call, Endpoint
-from .._errors import ApiError, json_response
+from .._errors import ApiError, json_response, unavailable
+from .._idempotency import REPLAYED
 from .._schemas import TOOL_HEADERS, json_body, ref
 from .._schemas import json_response as json_doc
 
@@ -41,7 +46,10 @@ async def run_named_command(call: Call) -> Response:
 
 async def _execute(call: Call, command: object) -> Response:
     origin = call.origin(actor="model", session=f"token-{call.principal.token_id}", actors=_ACTORS)
-    return json_response(result_to_json(await call.run_tool(origin, command)))
+    result, replayed = await call.run_tool(origin, command)
+    if result.temporary:
+        raise unavailable(result.text.removeprefix("Error: "))
+    return json_response(result_to_json(result), headers=REPLAYED if replayed else None)
 
 
 def result_to_json(result: ToolResult) -> dict[str, Any]:
@@ -63,6 +71,7 @@ ENDPOINTS = (
         parameters=TOOL_HEADERS,
         request_body=json_body(ref("ToolCommand")),
         responses=_RESULT,
+        errors=("unavailable", "idempotency_key_reused"),
     ),
     Endpoint(
         "POST",
@@ -84,6 +93,6 @@ ENDPOINTS = (
         ),
         request_body=json_body(ref("ToolArguments")),
         responses=_RESULT,
-        errors=("route_not_found",),
+        errors=("route_not_found", "unavailable", "idempotency_key_reused"),
     ),
 )
