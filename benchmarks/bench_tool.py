@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from anthropic.tools import BetaLocalFilesystemMemoryTool
 
 import memdir
-from memdir.policy import Limits
+from memdir.policy import Limits, WritePolicy
 
 if TYPE_CHECKING:
     from anthropic.lib.tools import BetaAbstractMemoryTool
@@ -52,9 +52,14 @@ def sdk_runner(base: Path) -> Runner:
     return run
 
 
-def memdir_runner(url: str) -> Runner:
+def memdir_runner(url: str, closers: list[Callable[[], None]], *, core: bool = False) -> Runner:
+    """``core``: the store and the six commands alone, as issue 2 measured them — no write-policy screening, no
+    audit record, no auto-memory upkeep: what those layers cost is the difference."""
     # No listing cut: the SDK returns whole listings, so compare like with like.
-    tool = memdir.MemoryTool(memdir.open_store(url), limits=Limits(max_view_chars=10**9))
+    store = memdir.open_store(url)
+    extra: dict[str, Any] = {"audit": False, "auto_memory": False, "policy": WritePolicy.allow_all()} if core else {}
+    tool = memdir.MemoryTool(store, limits=Limits(max_view_chars=10**9), **extra)
+    closers += [tool.close, store.close]  # before the temporary directory goes: the audit flushes on close
 
     def run(command: dict[str, Any]) -> object:
         result = tool.execute(command)
@@ -145,12 +150,15 @@ def main() -> None:
         f"# memdir tool benchmark\n\n{platform.platform()}, Python {platform.python_version()}, "
         f"{iterations} iterations of the mixed sequence; listing over {dirs * per_dir:,} files"
     )
+    closers: list[Callable[[], None]] = []
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         runners = {
             "sdk": sdk_runner(base / "sdk"),
-            "directory": memdir_runner(str(base / "dir")),
-            "sqlite": memdir_runner(f"sqlite://{base / 'mem.db'}"),
+            "directory": memdir_runner(str(base / "dir"), closers),
+            "sqlite": memdir_runner(f"sqlite://{base / 'mem.db'}", closers),
+            "directory-core": memdir_runner(str(base / "dir-core"), closers, core=True),
+            "sqlite-core": memdir_runner(f"sqlite://{base / 'core.db'}", closers, core=True),
         }
         for run in runners.values():
             seed(run, 10)
@@ -165,6 +173,8 @@ def main() -> None:
             results[name] = (created, *listing(run, repeats))
         for name, (created, cold, warm) in results.items():
             print(f"| {name} | {created:.2f} | {cold:.4f} | {warm:.4f} | {results['sdk'][2] / warm:.1f}x |")
+        for close in closers:
+            close()
 
 
 if __name__ == "__main__":
