@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "AgentResult",
@@ -93,31 +93,32 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True)
-class BackfillLoaded(Event):
-    """One memory file (or the listing) put into the context before the first request."""
+class _Loaded(Event):
+    """Something read into the context: ``[label] loaded NAME (N tokens)``, or ``reloaded`` after a compaction."""
 
     name: str
     tokens: int
     reloaded: bool = False
+    label: ClassVar[str] = ""
 
     @property
     def progress(self) -> str:
         verb = "reloaded" if self.reloaded else "loaded"
-        return f"[memory backfill] {verb} {self.name} ({self.tokens:,} tokens)"
+        return f"[{self.label}] {verb} {self.name} ({self.tokens:,} tokens)"
 
 
 @dataclass(frozen=True)
-class InstructionsLoaded(Event):
+class BackfillLoaded(_Loaded):
+    """One memory file (or the listing) put into the context before the first request."""
+
+    label: ClassVar[str] = "memory backfill"
+
+
+@dataclass(frozen=True)
+class InstructionsLoaded(_Loaded):
     """The project's instructions file (MEMDIR.md, AGENTS.md, CLAUDE.md) put into the context."""
 
-    name: str
-    tokens: int
-    reloaded: bool = False
-
-    @property
-    def progress(self) -> str:
-        verb = "reloaded" if self.reloaded else "loaded"
-        return f"[instructions] {verb} {self.name} ({self.tokens:,} tokens)"
+    label: ClassVar[str] = "instructions"
 
 
 @dataclass(frozen=True)
