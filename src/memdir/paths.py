@@ -124,6 +124,10 @@ class MemoryPath:
 _ROOT_PATH = MemoryPath(())
 
 
+# Cached: one command parses its path several times on its way through the layers (the tool, the audit record,
+# auto memory, the store), and the paths an agent uses are few. A `MemoryPath` is immutable, so sharing one is
+# safe; a refused path raises each time (exceptions are not cached).
+@lru_cache(maxsize=1024)
 def parse(raw: str) -> MemoryPath:
     """Check a virtual path sent by the model and return its normal form.
 

@@ -10,6 +10,7 @@ import pytest
 
 from memdir import scan
 from memdir.policy.injection import find_injections
+from memdir.policy.pipeline import _context
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -108,3 +109,21 @@ def test_the_benchmark_script_scores_a_labelled_file(tmp_path: Path) -> None:
     assert (tally.tp, tally.fn) == (len(POSITIVE), 0)
     assert (tally.fp, tally.tn) == (0, len(NEGATIVE))
     assert tally.line("all").startswith("all        detection 100.0%")
+
+
+@pytest.mark.parametrize(
+    ("region", "lines"),
+    [
+        ((0, 0), "0-3"),  # an insert at the top: its line and the three below
+        (None, "0-9"),  # the whole text
+        ((15, 17), "2-8"),  # inside line 5
+        ((15, 18), "2-8"),  # line 5 with its newline
+        ((27, 30), "6-9"),  # the last line
+        ((30, 30), "7-9"),  # an insert after the last line
+    ],
+)
+def test_an_edit_is_read_with_three_lines_of_context_on_each_side(region: tuple[int, int] | None, lines: str) -> None:
+    text = "".join(f"L{i}\n" for i in range(10))  # 3 characters a line
+    lo, hi = _context(text, *(region or (0, len(text))))
+    first, last = (int(n) for n in lines.split("-"))
+    assert (lo, hi) == (3 * first, 3 * (last + 1))

@@ -97,6 +97,26 @@ def test_a_secret_completed_across_the_edit_is_caught(tool: MemoryTool, store: S
     assert content(store, "/memories/a.md") == "id [REDACTED:aws-access-key]\n"
 
 
+def test_an_edit_of_a_long_file_is_screened_where_it_is_with_the_files_line_numbers(
+    tool: MemoryTool, store: Store
+) -> None:
+    body = "".join(f"- fact {i}: the build runs on Tuesdays\n" for i in range(400))
+    run(tool, command="create", path="/memories/a.md", file_text=body)
+    result = run(tool, command="insert", path="/memories/a.md", insert_line=250, insert_text=INJECTION)
+    assert result.text == "The file /memories/a.md has been edited.\n\n" + WARNED_NOTE.format(line=251)
+
+
+def test_a_secret_is_found_when_an_edit_far_from_its_ends_completes_it(tool: MemoryTool, store: Store) -> None:
+    # Secrets are looked for in the whole text: an edit inside a long key block is caught although the block's
+    # first and last lines lie outside the lines around the edit that the injection detector reads.
+    lines = [f"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{i:04d}" for i in range(12)]
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END PRIVATE KEY-----\n"
+    store.write("/memories/a.md", pem.replace("-----END", "-----ENDS").encode())
+    result = run(tool, command="str_replace", path="/memories/a.md", old_str="-----ENDS", new_str="-----END")
+    assert result.text.endswith("Note: 1 secret was redacted before saving ([REDACTED:private-key]).")
+    assert content(store, "/memories/a.md") == "[REDACTED:private-key]\n"
+
+
 def test_an_injection_is_saved_with_a_warning(tool: MemoryTool, store: Store) -> None:
     result = run(tool, command="create", path="/memories/a.md", file_text=f"Notes.\n{INJECTION}\n")
     assert result.text == "File created successfully at: /memories/a.md\n\n" + WARNED_NOTE.format(line=2)

@@ -134,7 +134,9 @@ class AutoMemory:
     def _add_line(self, target: MemoryPath, origin: Origin) -> str | None:
         if not target.name.lower().endswith(".md"):
             return None
-        front = read_frontmatter(_decoded(self.store.read(target)))
+        call = current()
+        written = call.content if call.path == target.virtual else None  # what the command wrote: no re-read
+        front = read_frontmatter(_decoded(self.store.read(target) if written is None else (target, written)))
         name = front.text("name") if front is not None else None
         if front is None or name is None:
             return None  # a plain file, or a note without a name: nothing to index it by
@@ -164,6 +166,8 @@ class AutoMemory:
             written[:] = [new]
             return content
 
+        if first_line is None and not self._may_change(change):
+            return None
         upkeep = Origin(origin.actor, origin.session, origin.source or INDEX_SOURCE)
         try:
             self.store.update(INDEX, apply, origin=upkeep)
@@ -180,6 +184,16 @@ class AutoMemory:
             return text
         return written[0]
 
+    def _may_change(self, change: Callable[[str], str | None]) -> bool:
+        """Whether ``change`` would change the index as it is now: read without the write lock, so that a rename
+        or delete that no index line points at (most of them) costs a read, not a locked write. The locked
+        update re-applies ``change`` to what it finds, so a line added meanwhile is still handled."""
+        try:
+            text = _decoded(self.store.read(INDEX))
+        except NotFoundError:
+            return False
+        return change(text) is not None
+
 
 def _note(text: str) -> None:
     notes = _NOTES.get()
@@ -187,11 +201,12 @@ def _note(text: str) -> None:
         notes.append(text)
 
 
-def _decoded(data: FileData) -> str:
+def _decoded(data: FileData | tuple[MemoryPath, bytes]) -> str:
+    path, content = (data.path, data.content) if isinstance(data, FileData) else data
     try:
-        return data.content.decode("utf-8")
+        return content.decode("utf-8")
     except UnicodeDecodeError:
-        raise _IndexProblem(f"{data.path.virtual} is not UTF-8 text") from None
+        raise _IndexProblem(f"{path.virtual} is not UTF-8 text") from None
 
 
 def _shifted(region: tuple[int, int], span: tuple[int, int], length: int) -> tuple[int, int]:

@@ -11,15 +11,20 @@ The same flush keeps ``access``: the last time each file was read or written, wh
 Writing a row per read would put a database transaction on the hot path of every ``view``. So entries are
 buffered per store and flushed in one transaction:
 
-- at once after a write (the write just paid for a transaction; its record should not wait),
+- at once after a write the write policy acted on (redacted, warned about, held, refused): which rules it
+  matched is recorded nowhere else,
 - when the buffer holds `AuditLog.max_records` entries,
 - when its oldest entry is `AuditLog.max_delay` seconds old (checked on each record and by a background
   timer, so an idle process flushes too),
 - when the tool or the log is closed, and at interpreter exit.
 
-**Crash window:** a process killed with ``kill -9`` (or losing power) loses the reads it buffered since the last
-flush: at most ``max_delay`` seconds (1 s by default) or ``max_records`` reads. Writes are flushed as they
-happen, and their versions are in the store's history anyway.
+A clean write waits in the buffer like a read: its version, recorded in the write's own transaction, already
+says who wrote what and when (actor, session, source, time, SHA-256, size), so its audit row adds nothing a crash
+could take away. A transaction of its own per write cost more than the rest of the audit log together.
+
+**Crash window:** a process killed with ``kill -9`` (or losing power) loses the reads and clean writes it buffered
+since the last flush: at most ``max_delay`` seconds (1 s by default) or ``max_records`` entries. The writes
+themselves, and their versions, are not affected.
 """
 
 from __future__ import annotations
@@ -191,7 +196,7 @@ class AuditLog:
     # -- recording ----------------------------------------------------------------------------------------------
 
     def record(self, entry: AuditEntry, *, flush: bool = False) -> None:
-        """Buffer ``entry``; ``flush=True`` (writes) writes the buffer out now."""
+        """Buffer ``entry``; ``flush=True`` (a write the policy acted on) writes the buffer out now."""
         with self._lock:
             self._buffer.append(entry)
             due = flush or len(self._buffer) >= self.max_records or entry.ts - self._buffer[0].ts >= self.max_delay

@@ -66,12 +66,14 @@ class Call:
     version: int | None = None
     findings: list[Finding] = field(default_factory=list)
     outcome: str | None = None  # the policy's action when it acted
+    content: bytes | None = None  # what a write wrote (auto memory indexes a new note by it, without a re-read)
 
     def read(self, content: bytes, version: int | None) -> None:
         self.sha256, self.size, self.version = sha256_hex(content), len(content), version
 
     def wrote(self, content: bytes, version: int | None) -> None:
         self.read(content, version)
+        self.content = content
 
 
 _CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("memdir_tool_call", default=None)
@@ -140,8 +142,9 @@ class Guard:
             time.time(), self.channel, self.origin.actor, self.origin.session, self.origin.source, call.command,
             call.path, call.new_path, outcome, call.sha256, call.size, call.version, detail,
         )  # fmt: skip
-        # Writes are flushed at once (see memdir.policy.audit); reads wait in the buffer.
-        self.audit.record(entry, flush=call.command in _WRITES and outcome != "error")
+        # A write the policy acted on is flushed at once: its findings are recorded nowhere else. Reads, failed
+        # commands and clean writes (whose versions say who wrote what) wait in the buffer (memdir.policy.audit).
+        self.audit.record(entry, flush=call.command in _WRITES and outcome not in ("ok", "error"))
 
     def close(self) -> None:
         if self.audit is not None:

@@ -12,7 +12,9 @@ A write gets the strongest action any of its findings calls for. ``redact`` repl
 ``[REDACTED:<rule>]`` and the write goes on; ``quarantine`` holds the (redacted) write for a person to review;
 ``block`` refuses it. Only what the command changes is screened: text that was already in the file was screened
 when it was written (or put there by a person), and re-flagging it on every edit would make a reviewed note
-impossible to touch.
+impossible to touch. Secrets are looked for in the whole text (a key can be completed by an edit of its last
+characters); injected instructions in the changed lines and `CONTEXT_LINES` lines on each side, which is what the
+detector reads as the edit's context — so an edit of a large file costs what the edit is, not what the file is.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["Screened", "WritePolicy", "redact", "scan"]
 
 UNTRUSTED_PREFIX = "untrusted"
+CONTEXT_LINES = 3  # lines around an edit that the injection detector reads with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +54,17 @@ class WritePolicy:
         """No screening at all (what a person approving a reviewed write gets)."""
         return cls(secrets="allow", injection="allow")
 
-    def findings(self, text: str, *, untrusted: bool = False) -> list[Finding]:
-        """Every finding in ``text``, with the action this policy takes on it."""
+    def findings(self, text: str, *, untrusted: bool = False, around: tuple[int, int] | None = None) -> list[Finding]:
+        """Every finding in ``text``, with the action this policy takes on it. ``around`` (start, end): look for
+        injected instructions only in the lines it touches and `CONTEXT_LINES` lines on each side."""
         injection = self.untrusted_injection if untrusted and self.untrusted_injection else self.injection
+        lo, hi = (0, len(text)) if around is None else _context(text, *around)
         found = [
             Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start))
             for m in find_secrets(text)
         ] + [
-            Finding("injection", m.rule, (m.start, m.end), m.detail, injection, _line(text, m.start))
-            for m in find_injections(text)
+            Finding("injection", m.rule, (lo + m.start, lo + m.end), m.detail, injection, _line(text, lo + m.start))
+            for m in find_injections(text[lo:hi])
         ]
         return sorted(found, key=lambda f: f.span)
 
@@ -74,7 +79,7 @@ class WritePolicy:
             return Screened(text, (start, end), [], "allow")
         found = [
             f
-            for f in self.findings(text, untrusted=untrusted)
+            for f in self.findings(text, untrusted=untrusted, around=region)
             if f.action != "allow" and f.span[0] < max(end, start + 1) and f.span[1] > start
         ]
         outcome = strongest([f.action for f in found])
@@ -143,3 +148,22 @@ def scan(text: str, policy: WritePolicy | None = None, *, untrusted: bool = Fals
 
 def _line(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
+
+
+def _context(text: str, start: int, end: int) -> tuple[int, int]:
+    """The lines ``start:end`` touches and `CONTEXT_LINES` more on each side, as (start, end) offsets. Whole
+    lines: the detector's rules anchor at line starts."""
+    lo = text.rfind("\n", 0, start) + 1
+    for _ in range(CONTEXT_LINES):
+        if lo == 0:
+            break
+        lo = text.rfind("\n", 0, lo - 1) + 1
+    hi = end if end > start and text[end - 1] == "\n" else _line_end(text, end)
+    for _ in range(CONTEXT_LINES):
+        hi = _line_end(text, hi)
+    return lo, hi
+
+
+def _line_end(text: str, pos: int) -> int:
+    found = text.find("\n", pos)
+    return len(text) if found < 0 else found + 1
