@@ -421,7 +421,12 @@ class _DirectoryDoctor:
     # -- changes committed but not yet visible
 
     def _pending_changes(self) -> None:
-        for namespace, ops in _pending_ops(self.index).items():
+        for namespace, rows in _pending_ops(self.index).items():
+            # A live writer records that its changes are done with its next command (`_Noted`): rows whose
+            # change is visibly in place are not news, and the next writer drops them.
+            ops = [op for op in rows if self._outstanding(namespace, op)]
+            if not ops:
+                continue
             problem = (
                 f"{_n(len(ops), 'committed change')} not yet put in place on disk (a writer was stopped before it "
                 "could; done when the store is next used)"
@@ -436,6 +441,15 @@ class _DirectoryDoctor:
         with DirectoryStore(self.base, namespace=namespace):
             pass  # opening a namespace finishes what its writers left undone
         return "put in place (files edited by hand meanwhile are kept, and recorded as versions by actor `external`)"
+
+    def _outstanding(self, namespace: str, op: PendingOp) -> bool:
+        """Whether ``op`` is not yet in place: its temporary file, or the file it removes or moves, is still
+        there (an existence check: doctor reads a damaged tree without judging content here)."""
+        top = self.base / ("memories" if namespace == DEFAULT_NAMESPACE else f"namespaces/{namespace}")
+        if op.op == "install":
+            assert op.temp is not None
+            return os.path.lexists(top / op.path.rpartition("/")[0] / op.temp)
+        return os.path.lexists(top / (op.old_path if op.op == "rename" and op.old_path else op.path))
 
     def _committed_temp(self, here: str) -> bool:
         """Whether ``here`` (as the walk names it) is the temporary file of a pending change."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -240,3 +242,49 @@ def test_migrate_store_killed_between_a_commit_and_its_rename_resumes(tmp_path: 
             e.path.key: e.sha256 for e in source.list_files()
         }
     assert not [p for p in (tmp_path / "dst").rglob(TEMP_PREFIX + "*")]
+
+
+# A writer records that its changes are in place (pending rows dropped, files' stamps noted) with its next
+# command's transaction, or when it is closed. One that ends without either leaves rows for done changes.
+UNCLOSED = (
+    "import os, sys\n"
+    + CHILD
+    + "\nos._exit(0)  # no close, no atexit: what the writer noted after its COMMIT is never recorded\n"
+)
+
+
+@pytest.mark.parametrize("action", list(AFTER))
+def test_a_writer_that_ends_without_closing_leaves_rows_the_next_opener_finds_done(base: Path, action: str) -> None:
+    subprocess.run([sys.executable, "-c", UNCLOSED, str(base), action], check=True)
+    assert files(base) == files_of(AFTER[action])  # the change is in place: the writer ran to its end
+    assert pending_rows(base) > 0  # only its record of that is missing
+    result = CliRunner().invoke(cli, ["--store", str(base), "doctor"])
+    assert "not yet put in place" not in result.output  # done changes are not reported as interrupted
+    with open_store(str(base)) as store:
+        assert pending_rows(base) == 0
+        assert tree(base) == AFTER[action]
+        assert outside_edits(store) == []
+        assert {e.path.key: store.read(e.path).content for e in store.list_files()} == files_of(AFTER[action])
+        assert {v.actor for v in list(store.log())[3:]} == {"model"}
+
+
+def unstamped(base: Path) -> int:
+    with contextlib.closing(sqlite3.connect(base / ".memdir" / "index.db")) as conn:
+        return int(conn.execute("SELECT count(*) FROM files WHERE stamp IS NULL").fetchone()[0])
+
+
+def test_what_a_writer_noted_is_recorded_by_its_next_command_or_on_close(base: Path) -> None:
+    writer = DirectoryStore(base)
+    writer.write("/memories/a.md", b"one\n")
+    assert (pending_rows(base), unstamped(base)) == (1, 1)  # noted, not recorded yet
+    assert writer.read("/memories/a.md").version == 4  # the noted stamp vouches for the file: no re-hash
+    with DirectoryStore(base) as other:  # another store object reads and writes in between
+        assert other.read("/memories/a.md").content == b"one\n"
+        other.write("/memories/d/x.md", b"x2\n")
+    writer.write("/memories/a.md", b"two\n")
+    assert (pending_rows(base), unstamped(base)) == (1, 1)  # the first write's record went with the second's
+    writer.close()
+    assert (pending_rows(base), unstamped(base)) == (0, 0)
+    with open_store(str(base)) as store:
+        assert [v.actor for v in store.history("/memories/a.md")] == ["user", "user", "user"]  # no `external`
+        assert store.read("/memories/a.md").content == b"two\n"

@@ -233,7 +233,7 @@ def _where(findings: list[Finding]) -> str:
 
 def _describe(command: object) -> tuple[str, str | None, str | None]:
     """(command, path, new path) as sent, for the audit log; paths in their normal form when they parse."""
-    if not isinstance(command, Mapping):
+    if type(command) is not dict and not isinstance(command, Mapping):  # the common case without an ABC check
         return "?", None, None
     name = command.get("command")
     paths: list[str | None] = []

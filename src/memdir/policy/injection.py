@@ -358,7 +358,8 @@ _HINTS: dict[str, tuple[str, ...]] = {
         "human:", "user:", "ai:", "claude:", "chatgpt:",
     ),
     "persona-switch": ("you are now", "you are no longer", "mode", "act as "),
-    "addressed-to-ai": ("ai", "assistant", "model", "llm", "chatbot", "agent", "claude", "gpt", "if you are", "you"),
+    # "ai" only as a word after white space (`_AI_WORD`): as a bare substring it is in "email", "again", "detail".
+    "addressed-to-ai": ("assistant", "model", "llm", "chatbot", "agent", "claude", "gpt", "if you are", "you"),
     "conceal-from-user": ("user", "human", "owner", "operator"),
     "response-steering": (
         "answer", "respons", "respond", "repl", "output", "message", "summar", "completion", "write", "speak", "talk",
@@ -369,8 +370,14 @@ _HINTS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+_AI_WORD = re.compile(r"\sai")  # every "ai" the addressed-to-ai rule matches follows \s+ or a literal space
+
+
 def _may_match(rule: str, lower: str) -> bool:
-    return any(hint in lower for hint in _HINTS[rule])
+    for hint in _HINTS[rule]:  # a plain loop: a generator per rule and note cost as much as the searches
+        if hint in lower:
+            return True
+    return rule == "addressed-to-ai" and "ai" in lower and _AI_WORD.search(lower) is not None
 
 
 def _explicit(text: str, lower: str) -> list[InjectionMatch]:

@@ -154,29 +154,40 @@ def walk(root: DirHandle, path: MemoryPath, *, create: bool = False) -> DirHandl
     With ``create``, missing directories are made ``0700``. `NotFoundError` when one is missing,
     `NotADirectoryError_` when a component is a file, `PathError` (escape) when one is a symlink.
     """
-    fd = os.dup(root.fd)
-    for depth, name in enumerate(path.parts):
+    if not path.parts:
+        return DirHandle(os.dup(root.fd))
+    fd = _step(root.fd, path.parts[0], path, 0, create, close=False)  # the first step needs no copy of the root
+    for depth, name in enumerate(path.parts[1:], 1):
         fd = _step(fd, name, path, depth, create)
     return DirHandle(fd)
 
 
-def _step(fd: int, name: str, path: MemoryPath, depth: int, create: bool) -> int:
-    """Open ``name`` below ``fd`` and close ``fd`` (on success and on failure alike)."""
-    here = MemoryPath(path.parts[: depth + 1])
+def _step(fd: int, name: str, path: MemoryPath, depth: int, create: bool, *, close: bool = True) -> int:
+    """Open ``name`` below ``fd`` and close ``fd`` (on success and on failure alike) unless ``close`` is False."""
     try:
         child = os.open(name, _DIR_FLAGS, dir_fd=fd)
     except FileNotFoundError:
+        here = MemoryPath(path.parts[: depth + 1])
         if not create:
-            os.close(fd)
+            _close_if(fd, close)
             raise NotFoundError(f"{here.virtual} does not exist") from None
-        child = _make_dir(fd, name, here)
+        try:
+            child = _make_dir(fd, name, here)
+        finally:
+            _close_if(fd, close)
+        return child
     except OSError as exc:
         if exc.errno == errno.ENOTDIR:
             exc = _not_a_directory(fd, name, exc)
-        os.close(fd)
-        _raise_for_component(exc, here)
-    os.close(fd)
+        _close_if(fd, close)
+        _raise_for_component(exc, MemoryPath(path.parts[: depth + 1]))
+    _close_if(fd, close)
     return child
+
+
+def _close_if(fd: int, close: bool) -> None:
+    if close:
+        os.close(fd)
 
 
 def _not_a_directory(fd: int, name: str, exc: OSError) -> OSError:
@@ -196,19 +207,18 @@ def _not_a_directory(fd: int, name: str, exc: OSError) -> OSError:
 
 
 def _make_dir(fd: int, name: str, here: MemoryPath) -> int:
+    """Make and open directory ``name`` below ``fd`` (which the caller closes)."""
     try:
         os.mkdir(name, DIR_MODE, dir_fd=fd)
     except FileExistsError:
         pass  # made concurrently; the open below checks what it is
     except OSError as exc:
-        os.close(fd)
         raise storage_error_from_os(exc, "create a directory") from exc
     try:
         child = os.open(name, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
         if exc.errno == errno.ENOTDIR:
             exc = _not_a_directory(fd, name, exc)
-        os.close(fd)
         _raise_for_component(exc, here)
     os.fchmod(child, DIR_MODE)
     return child

@@ -30,7 +30,7 @@ from ._db import SqlDatabase
 from ._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 __all__ = ["IndexRow", "PendingOp", "SqlIndex", "connect", "pending_by_namespace", "translate"]
 
@@ -396,8 +396,15 @@ class SqlIndex(SqlDatabase):
         )
         return self._log(conn, version, new_key, "rename", origin, now, row.sha256, row.size, row.path)
 
-    def set_stamp(self, conn: sqlite3.Connection, key: str, stamp: str) -> None:
-        conn.execute("UPDATE files SET stamp = ? WHERE ns = ? AND path = ?", (stamp, self.namespace, key))
+    def set_stamp(self, conn: sqlite3.Connection, key: str, stamp: str, *, version: int | None = None) -> None:
+        """Note ``key``'s on-disk identity; with ``version``, only while that version is still the current one."""
+        if version is None:
+            conn.execute("UPDATE files SET stamp = ? WHERE ns = ? AND path = ?", (stamp, self.namespace, key))
+        else:
+            conn.execute(
+                "UPDATE files SET stamp = ? WHERE ns = ? AND path = ? AND version = ?",
+                (stamp, self.namespace, key, version),
+            )
 
     # -- pending file operations (the directory store) ------------------------------------------------------
 
@@ -407,13 +414,19 @@ class SqlIndex(SqlDatabase):
             [(self.namespace, o.version, o.op, o.path, o.sha256, o.old_path, o.temp, o.replaces) for o in ops],
         )
 
-    def has_pending(self) -> bool:
-        """Whether this namespace has pending operations (one indexed lookup, outside any transaction)."""
+    def has_pending(self, ignoring: Sequence[tuple[int, int]] = ()) -> bool:
+        """Whether this namespace has pending operations other than those of the version ranges ``ignoring``
+        (one indexed lookup, outside any transaction)."""
+        limit = 64  # more rows than that: answer yes, and let the roll-forward sort them out
         try:
-            row = self.conn.execute("SELECT 1 FROM pending WHERE ns = ? LIMIT 1", (self.namespace,)).fetchone()
+            rows = self.conn.execute(
+                "SELECT version FROM pending WHERE ns = ? LIMIT ?", (self.namespace, limit)
+            ).fetchall()
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
-        return row is not None
+        if len(rows) >= limit:
+            return True
+        return any(not any(first <= version <= last for first, last in ignoring) for (version,) in rows)
 
     def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """This namespace's pending operations, oldest first."""

@@ -6,8 +6,9 @@ the changes made visible with operations that need no space (rename, unlink). A 
 therefore leaves the visible files as they were.
 
 Between the COMMIT and the renames a process can still be killed. So the same transaction records each of those
-operations in the index's ``pending`` table (`memdir.store._sql.PendingOp`), and they are deleted once done. The
-next writer of the namespace, which holds the writer lock (so no live process can be half-way through), first
+operations in the index's ``pending`` table (`memdir.store._sql.PendingOp`), and they are deleted once done (by
+the same process's next write transaction, see `memdir.store.directory._Noted`). The next writer of the
+namespace, which holds the writer lock (so no live process can be half-way through), first
 *rolls forward* whatever rows it finds: it renames the temporary file into place, unlinks or moves the file,
 provided the disk still holds exactly what the operation expects. Anything else (the file edited by hand
 meanwhile, the temporary file gone) is left as it is on disk and the rows are dropped: the usual comparison of
@@ -70,7 +71,8 @@ class Pending:
 
 def roll_forward(root: _fs.DirHandle, index: SqlIndex, conn: sqlite3.Connection, rename: Rename) -> int:
     """Finish the namespace's pending operations that still apply and drop every row (in transaction ``conn``,
-    under the writer lock, where only a process that died can have left rows); the number finished.
+    under the writer lock, where no live process is half-way: a row is a dead writer's, or a live one's whose
+    change is done, which finds nothing to do); the number finished.
 
     Best effort per row: a row that cannot be finished is dropped all the same, so a stale one can never replay
     old content over a later change; the disk keeps what it has and the caller's reconciliation records it.

@@ -34,6 +34,7 @@ import os
 import stat as stat_mod
 import threading
 import time
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,7 +77,7 @@ from ._visible import Pending, roll_forward
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
 __all__ = ["DirectoryStore", "namespace_root"]
 
@@ -86,6 +87,24 @@ AUX_NAME = "aux.db"  # the auxiliary database (search index, audit log, quaranti
 
 _External = Origin(actor="external")
 _USAGE_TTL = 5.0  # seconds a walked usage count stays fresh in a store without an index
+_NOTED_MAX = 256  # stamps a command may leave for the next one to record; more are recorded at once
+
+
+@dataclass(frozen=True, slots=True)
+class _Noted:
+    """What a command did after its COMMIT that the index does not say yet: the versions whose pending rows are
+    done (ranges), and the stamp (on-disk identity) of each file it put in place, by key: (version, stamp).
+
+    The next command records both in its own transaction, or `close` does, so a write pays for one transaction,
+    not two. Until then this process takes its stamps from here. A process that dies first leaves rows the next
+    writer finds done and drops, and files the next read hashes once to check.
+    """
+
+    done: tuple[tuple[int, int], ...] = ()
+    stamps: Mapping[str, tuple[int | None, str]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.done or self.stamps)
 
 
 def namespace_root(base: Path, namespace: str) -> Path:
@@ -121,6 +140,7 @@ class DirectoryStore(Store):
         self._fsync = fsync
         self._usage_cache = (Usage(0, 0), float("-inf"))
         self._local = threading.local()  # the `_Pending` of the command this thread runs under the lock
+        self._noted = _Noted()  # what this object's commands did after their COMMIT, for the next one to record
         self.index_path: Path | None = None
         self._index: SqlIndex | None = None
         if history is not False:
@@ -147,6 +167,10 @@ class DirectoryStore(Store):
 
     def close(self) -> None:
         if self._index is not None:
+            if self._noted and not self._index.closed:
+                # Best effort: what is not recorded, the next writer finds done (rows) or the next read checks.
+                with contextlib.suppress(MemdirError), self._locked():
+                    pass  # the writer lock's transaction records what was noted
             self._index.close()
         super().close()
 
@@ -174,7 +198,7 @@ class DirectoryStore(Store):
         if self._index is None:
             return FileData(target, content, _token(st), sha256_hex(content), st.mtime)
         row = self._row(target.key)
-        if row is not None and row.stamp == st.stamp:
+        if row is not None and self._stamp(row) == st.stamp:
             return FileData(target, content, row.version, row.sha256, st.mtime)
         if self.read_only:  # nothing can be recorded: report the indexed version if the content is the same
             sha = sha256_hex(content)
@@ -202,7 +226,7 @@ class DirectoryStore(Store):
         entries = []
         for path, st in found:
             row = rows.get(path.key)
-            known = row is not None and row.stamp == st.stamp  # else changed on a disk we cannot record on
+            known = row is not None and self._stamp(row) == st.stamp  # else changed on a disk we cannot record on
             version, sha = (row.version, row.sha256) if row is not None and known else (_token(st), None)
             entries.append(Entry(path, st.size, st.mtime, version, sha))
         return entries
@@ -374,7 +398,8 @@ class DirectoryStore(Store):
             if self._index is None:
                 yield root, None
                 return
-            if self._index.has_pending():
+            noted = self._noted
+            if self._index.has_pending(ignoring=noted.done):
                 # Before anything reads the disk, a killed writer's committed changes are put in place, in a
                 # transaction of their own: this command failing must not bring back the rows of work done.
                 with self._index.transaction("finish an interrupted change") as conn:
@@ -383,6 +408,7 @@ class DirectoryStore(Store):
             self._local.pending = pending
             try:
                 with self._index.transaction("update the store") as conn:
+                    self._record_noted(conn, noted)
                     yield root, conn
                     if pending.ops:  # committed with the versions they make visible
                         self._index.add_pending(conn, pending.ops)
@@ -391,8 +417,9 @@ class DirectoryStore(Store):
                 raise
             finally:
                 self._local.pending = None
+            self._noted = _Noted()  # recorded by that COMMIT
             pending.finish()
-            self._record_stamps(root, pending.stamps, pending.span())
+            self._note(root, pending)
 
     def _pending(self) -> Pending | None:
         pending: Pending | None = getattr(self._local, "pending", None)
@@ -411,20 +438,42 @@ class DirectoryStore(Store):
         else:
             pending.apply.append(action)
 
-    def _record_stamps(self, root: _fs.DirHandle, paths: list[MemoryPath], done: tuple[int, int] | None) -> None:
-        """Note the on-disk identity of files just made visible, and drop the pending rows of the operations
-        just done (versions ``done``). Best effort: a missing stamp only means the next read re-hashes the file to
-        check it; a row left behind is checked against the disk, found done and dropped by the next writer."""
-        if (not paths and done is None) or self._index is None:
+    def _note(self, root: _fs.DirHandle, pending: Pending) -> None:
+        """Note what a command just did after its COMMIT: the on-disk identity (stamp) of each file it put in
+        place, and that its pending rows are done. The next command's transaction records both (`_Noted`); a
+        command with too much to note records it now, in a transaction of its own."""
+        if self._index is None or (not pending.stamps and not pending.ops):
             return
-        with contextlib.suppress(MemdirError), self._index.transaction("update the store") as conn:
-            if done is not None:
-                self._index.clear_pending(conn, *done)
-            for path in paths:
-                with _fs.walk(root, path.parent) as parent:
-                    st = _fs.lstat_at(parent, path.name)
+        versions = {op.path: op.version for op in pending.ops}
+        stamps: dict[str, tuple[int | None, str]] = {}
+        for path in pending.stamps:
+            with contextlib.suppress(MemdirError, OSError), _fs.walk(root, path.parent) as parent:
+                st = _fs.lstat_at(parent, path.name)
                 if st is not None:
-                    self._index.set_stamp(conn, path.key, _fs.stamp_of(st).stamp)
+                    stamps[path.key] = (versions.get(path.key), _fs.stamp_of(st).stamp)
+        span = pending.span()
+        noted = _Noted(((span,) if span is not None else ()), stamps)
+        if len(stamps) > _NOTED_MAX or None in (v for v, _ in stamps.values()):
+            # Best effort: a missing stamp only means the next read hashes the file to check it; a row left
+            # behind is checked against the disk, found done and dropped by the next writer.
+            with contextlib.suppress(MemdirError), self._index.transaction("update the store") as conn:
+                self._record_noted(conn, noted)
+            return
+        self._noted = noted
+
+    def _record_noted(self, conn: sqlite3.Connection, noted: _Noted) -> None:
+        assert self._index is not None
+        for first, last in noted.done:
+            self._index.clear_pending(conn, first, last)
+        for key, (version, stamp) in noted.stamps.items():
+            self._index.set_stamp(conn, key, stamp, version=version)
+
+    def _stamp(self, row: IndexRow) -> str | None:
+        """``row``'s stamp, or the one this process noted for its version and has not recorded yet."""
+        noted = self._noted.stamps.get(row.path)
+        if row.stamp is None and noted is not None and noted[0] == row.version:
+            return noted[1]
+        return row.stamp
 
     def _install(self, root: _fs.DirHandle, target: MemoryPath, temp: str) -> None:
         with _fs.walk(root, target.parent) as parent:
@@ -455,7 +504,8 @@ class DirectoryStore(Store):
     def _rename(self, root: _fs.DirHandle, source: MemoryPath, dest: MemoryPath) -> None:
         with _fs.walk(root, source.parent) as sparent, _fs.walk(root, dest.parent, create=True) as dparent:
             _rename_noreplace(sparent, source.name, dparent, dest.name, dest)
-        _fs.prune_empty(root, source.parent)
+        if not dest.is_within(source.parent):  # else the source's directory holds the destination: not empty
+            _fs.prune_empty(root, source.parent)
 
     def _row(self, key: str) -> IndexRow | None:
         assert self._index is not None
@@ -624,7 +674,7 @@ class DirectoryStore(Store):
         with self._index.reading("read the store") as conn:
             rows = {r.path: r for r in self._index.below(conn, target.key, ordered=False)}
         on_disk = {p.key: st.stamp for p, st in found}
-        if self.read_only or {k: r.stamp for k, r in rows.items()} == on_disk:
+        if self.read_only or {k: self._stamp(r) for k, r in rows.items()} == on_disk:
             return found, rows
         with self._locked() as (root, conn):
             assert conn is not None
