@@ -10,8 +10,14 @@ file system's shared journal hit all of them alike:
 
 Then ``view /memories`` over 10,000 files (100 directories x 100 files), created through each tool.
 
-    python benchmarks/bench_tool.py            # full run (about a minute)
-    python benchmarks/bench_tool.py --quick    # smoke run
+    python benchmarks/bench_tool.py                # full run (about a minute)
+    python benchmarks/bench_tool.py --quick        # smoke run
+    python benchmarks/bench_tool.py --kept-dir     # the sequence's directory keeps another file
+
+Each iteration creates the only file of ``/memories/bench`` and deletes it again. memdir removes a directory its
+last file leaves (so every backend lists the same tree); the SDK leaves it, so memdir alone pays an ``mkdir`` and
+an ``rmdir`` per iteration. ``--kept-dir`` puts a standing file there, the more usual case of notes written into a
+topic directory that holds others.
 
 Results go to stdout; docs/benchmarks.md holds the figures of record.
 """
@@ -83,10 +89,12 @@ def sequence(i: int) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def seed(run: Runner, files: int) -> None:
-    """A few standing files so the directory views list something."""
+def seed(run: Runner, files: int, *, kept_dir: bool = False) -> None:
+    """A few standing files so the directory views list something (and one in the sequence's directory)."""
     for i in range(files):
         run({"command": "create", "path": f"/memories/standing/s{i}.md", "file_text": BODY})
+    if kept_dir:
+        run({"command": "create", "path": "/memories/bench/standing.md", "file_text": BODY})
 
 
 def mixed(runners: dict[str, Runner], iterations: int) -> dict[str, dict[str, list[float]]]:
@@ -144,11 +152,13 @@ def report_mixed(times: dict[str, dict[str, list[float]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--kept-dir", action="store_true", help="a standing file in the sequence's directory")
     args = parser.parse_args()
     iterations, dirs, per_dir, repeats = (50, 10, 20, 3) if args.quick else (1000, 100, 100, 5)
     print(
         f"# memdir tool benchmark\n\n{platform.platform()}, Python {platform.python_version()}, "
-        f"{iterations} iterations of the mixed sequence; listing over {dirs * per_dir:,} files"
+        f"{iterations} iterations of the mixed sequence{' (kept directory)' if args.kept_dir else ''}; "
+        f"listing over {dirs * per_dir:,} files"
     )
     closers: list[Callable[[], None]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,7 +171,7 @@ def main() -> None:
             "sqlite-core": memdir_runner(f"sqlite://{base / 'core.db'}", closers, core=True),
         }
         for run in runners.values():
-            seed(run, 10)
+            seed(run, 10, kept_dir=args.kept_dir)
         report_mixed(mixed(runners, iterations))
         print(f"\n## view /memories over {dirs * per_dir:,} files (seconds)\n")
         print("| implementation | populate | first view | warm view (median) | warm vs sdk |")

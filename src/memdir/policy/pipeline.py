@@ -12,9 +12,10 @@ A write gets the strongest action any of its findings calls for. ``redact`` repl
 ``[REDACTED:<rule>]`` and the write goes on; ``quarantine`` holds the (redacted) write for a person to review;
 ``block`` refuses it. Only what the command changes is screened: text that was already in the file was screened
 when it was written (or put there by a person), and re-flagging it on every edit would make a reviewed note
-impossible to touch. Secrets are looked for in the whole text (a key can be completed by an edit of its last
-characters); injected instructions in the changed lines and `CONTEXT_LINES` lines on each side, which is what the
-detector reads as the edit's context — so an edit of a large file costs what the edit is, not what the file is.
+impossible to touch. An edit is read in the lines it changes and `CONTEXT_LINES` lines on each side: a secret
+completed by the edit lies within a line (a PEM key block, which spans lines, is looked for in the whole text),
+and those lines are what the injection detector reads as the edit's context. So an edit of a large file costs
+what the edit is, not what the file is.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ class WritePolicy:
         return cls(secrets="allow", injection="allow")
 
     def findings(self, text: str, *, untrusted: bool = False, around: tuple[int, int] | None = None) -> list[Finding]:
-        """Every finding in ``text``, with the action this policy takes on it. ``around`` (start, end): look for
-        injected instructions only in the lines it touches and `CONTEXT_LINES` lines on each side."""
+        """Every finding in ``text``, with the action this policy takes on it. ``around`` (start, end): look only
+        in the lines it touches and `CONTEXT_LINES` lines on each side (PEM keys: in the whole text)."""
         injection = self.untrusted_injection if untrusted and self.untrusted_injection else self.injection
         lo, hi = (0, len(text)) if around is None else _context(text, *around)
         found = [
             Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start))
-            for m in find_secrets(text)
+            for m in find_secrets(text, None if around is None else (lo, hi))
         ] + [
             Finding("injection", m.rule, (lo + m.start, lo + m.end), m.detail, injection, _line(text, lo + m.start))
             for m in find_injections(text[lo:hi])

@@ -42,6 +42,7 @@ class _Rule:
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str], str], bool] | None = None  # a further check of a match
     group: str | int = 0  # the part of the match that is secret (a URL's password, not the whole URL)
+    multiline: bool = False  # a match can span lines (else it lies within one line)
 
 
 def _luhn(digits: str) -> bool:
@@ -106,7 +107,7 @@ SECRET_RULES: tuple[_Rule, ...] = (
         ),
         group="secret",
     ),
-    _Rule("private-key", "a PEM private key", _PEM),
+    _Rule("private-key", "a PEM private key", _PEM, multiline=True),
     _Rule(
         "anthropic-api-key",
         "an Anthropic API key",
@@ -206,22 +207,28 @@ def _any_in(hints: tuple[str, ...], text: str) -> bool:
     return False
 
 
-def _matches(text: str) -> Iterator[tuple[int, SecretMatch]]:
-    lower = text.lower()
+def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, SecretMatch]]:
+    lo, hi = lines if lines is not None else (0, len(text))
+    part = text[lo:hi]
+    lower = part.lower()
     for order, rule in enumerate(SECRET_RULES):
-        if not _may_match(rule, text, lower):
+        scope, offset = (text, 0) if rule.multiline else (part, lo)
+        if not _may_match(rule, scope, lower if scope is part else scope.lower()):
             continue
-        for match in rule.pattern.finditer(text):
-            if rule.accept is None or rule.accept(match, text):
+        for match in rule.pattern.finditer(scope):
+            if rule.accept is None or rule.accept(match, scope):
                 start, end = match.span(rule.group)
-                yield order, SecretMatch(rule.name, start, end, rule.detail)
+                yield order, SecretMatch(rule.name, offset + start, offset + end, rule.detail)
 
 
-def find_secrets(text: str) -> list[SecretMatch]:
+def find_secrets(text: str, lines: tuple[int, int] | None = None) -> list[SecretMatch]:
     """Every secret in ``text``, in order, without overlaps: of overlapping matches, the one starting first wins,
-    then the longest, then the rule listed first (a service account's key is named as such, not as a PEM key)."""
+    then the longest, then the rule listed first (a service account's key is named as such, not as a PEM key).
+
+    ``lines`` (start, end offsets at line boundaries): look only there, except for the rules whose matches can
+    span lines (PEM keys), which read the whole text: an edit inside a key block completes the whole block."""
     found: list[SecretMatch] = []
-    ranked = sorted(_matches(text), key=lambda item: (item[1].start, item[1].start - item[1].end, item[0]))
+    ranked = sorted(_matches(text, lines), key=lambda item: (item[1].start, item[1].start - item[1].end, item[0]))
     for _, match in ranked:
         if found and match.start < found[-1].end:
             continue
