@@ -71,7 +71,6 @@ class MemoryPath:
     # The path relative to the root, ``a/b.md`` (``""`` for the root): what backends store. Kept, not derived
     # on each use: listings of thousands of files ask for it several times per file.
     key: str = field(init=False, repr=False, compare=False)
-    _virtual: str | None = field(default=None, init=False, repr=False, compare=False)  # made on first use
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", "/".join(self.parts))
@@ -87,11 +86,7 @@ class MemoryPath:
     @property
     def virtual(self) -> str:
         """The normal form the model sees: ``/memories/a/b.md``."""
-        virtual = self._virtual
-        if virtual is None:
-            virtual = ROOT + "/" + self.key if self.parts else ROOT
-            object.__setattr__(self, "_virtual", virtual)
-        return virtual
+        return ROOT + "/" + self.key if self.parts else ROOT
 
     @property
     def name(self) -> str:

@@ -223,10 +223,11 @@ class DirectoryStore(Store):
         if self._index is None:
             return [Entry(p, st.size, st.mtime, _token(st)) for p, st in found]
         found, rows = self._reconcile(target, found)
+        stamps = self._stamps(rows)
         entries = []
         for path, st in found:
             row = rows.get(path.key)
-            known = row is not None and self._stamp(row) == st.stamp  # else changed on a disk we cannot record on
+            known = row is not None and stamps[path.key] == st.stamp  # else changed on a disk we cannot record on
             version, sha = (row.version, row.sha256) if row is not None and known else (_token(st), None)
             entries.append(Entry(path, st.size, st.mtime, version, sha))
         return entries
@@ -468,6 +469,15 @@ class DirectoryStore(Store):
         for key, (version, stamp) in noted.stamps.items():
             self._index.set_stamp(conn, key, stamp, version=version)
 
+    def _stamps(self, rows: Mapping[str, IndexRow]) -> dict[str, str | None]:
+        """The stamps of ``rows`` by key, with those this process noted and has not recorded yet."""
+        stamps = {key: row.stamp for key, row in rows.items()}
+        for key, (version, stamp) in self._noted.stamps.items():
+            row = rows.get(key)
+            if row is not None and row.stamp is None and row.version == version:
+                stamps[key] = stamp
+        return stamps
+
     def _stamp(self, row: IndexRow) -> str | None:
         """``row``'s stamp, or the one this process noted for its version and has not recorded yet."""
         noted = self._noted.stamps.get(row.path)
@@ -674,7 +684,7 @@ class DirectoryStore(Store):
         with self._index.reading("read the store") as conn:
             rows = {r.path: r for r in self._index.below(conn, target.key, ordered=False)}
         on_disk = {p.key: st.stamp for p, st in found}
-        if self.read_only or {k: self._stamp(r) for k, r in rows.items()} == on_disk:
+        if self.read_only or self._stamps(rows) == on_disk:
             return found, rows
         with self._locked() as (root, conn):
             assert conn is not None
