@@ -414,6 +414,13 @@ class SqlIndex(SqlDatabase):
             [(self.namespace, o.version, o.op, o.path, o.sha256, o.old_path, o.temp, o.replaces) for o in ops],
         )
 
+    def lookup(self, key: str) -> IndexRow | None:
+        """``key``'s row: one statement outside any transaction (a snapshot of its own, without BEGIN/COMMIT)."""
+        try:
+            return self.get(self.conn, key)
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the store") from exc
+
     def has_pending(self, ignoring: Sequence[tuple[int, int]] = ()) -> bool:
         """Whether this namespace has pending operations other than those of the version ranges ``ignoring``
         (one indexed lookup, outside any transaction)."""

@@ -48,6 +48,7 @@ class Pending:
     undo: list[Callable[[], None]] = field(default_factory=list)  # on failure: remove temporary files
     apply: list[Callable[[], None]] = field(default_factory=list)  # after COMMIT: make the changes visible
     stamps: list[MemoryPath] = field(default_factory=list)  # files whose on-disk identity to record after
+    seen: dict[str, str] = field(default_factory=dict)  # stamps already taken by ``apply`` (key -> stamp)
     ops: list[PendingOp] = field(default_factory=list)  # ``apply`` as rows, for a roll-forward after a crash
 
     def roll_back(self) -> None:

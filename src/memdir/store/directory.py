@@ -448,6 +448,10 @@ class DirectoryStore(Store):
         versions = {op.path: op.version for op in pending.ops}
         stamps: dict[str, tuple[int | None, str]] = {}
         for path in pending.stamps:
+            seen = pending.seen.get(path.key)
+            if seen is not None:
+                stamps[path.key] = (versions.get(path.key), seen)
+                continue
             with contextlib.suppress(MemdirError, OSError), _fs.walk(root, path.parent) as parent:
                 st = _fs.lstat_at(parent, path.name)
                 if st is not None:
@@ -485,9 +489,11 @@ class DirectoryStore(Store):
             return noted[1]
         return row.stamp
 
-    def _install(self, root: _fs.DirHandle, target: MemoryPath, temp: str) -> None:
+    def _install(self, root: _fs.DirHandle, target: MemoryPath, temp: str, pending: Pending | None = None) -> None:
         with _fs.walk(root, target.parent) as parent:
-            _fs.install(parent, temp, target.name)
+            installed = _fs.install(parent, temp, target.name)
+        if pending is not None:
+            pending.seen[target.key] = installed.stamp  # taken right after the rename: `_note` need not look again
 
     def _discard(self, root: _fs.DirHandle, target: MemoryPath, temp: str) -> None:
         """Remove an unused temporary file, and the directories made for it if they are now empty."""
@@ -519,8 +525,7 @@ class DirectoryStore(Store):
 
     def _row(self, key: str) -> IndexRow | None:
         assert self._index is not None
-        with self._index.reading("read the store") as conn:
-            return self._index.get(conn, key)
+        return self._index.lookup(key)
 
     def _kind(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
         """'file', 'dir', 'other' (a FIFO, socket or device: never read, never listed) or None for what is on
@@ -608,7 +613,7 @@ class DirectoryStore(Store):
             conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=None, ts=ts
         )
         self._will_apply(PendingOp(version.version, "install", target.key, sha, temp=temp, replaces=replaces))
-        self._after_commit(partial(self._install, root, target, temp))
+        self._after_commit(partial(self._install, root, target, temp, pending))
         return version
 
     def _settle(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> list[IndexRow]:
