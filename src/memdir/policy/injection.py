@@ -283,7 +283,7 @@ def _body(unit: str) -> str:
 
 def _is_request(unit: str) -> bool:
     """An imperative task ("Describe the...") or a question ("What is...?"): the two shapes of a prompt."""
-    words = _body(unit).split()
+    words = _body(unit).split(maxsplit=4)  # the first word and whether there are 3 or 4: no more needed
     if not words:
         return False
     first = words[0].lower().strip(",:;\"'")
@@ -346,9 +346,12 @@ def _foreign_directives(text: str, reading: _Reading) -> list[InjectionMatch]:
 # -- the detector ----------------------------------------------------------------------------------------------
 
 
-# Every rule needs one of these strings in the lower-cased text: checking them costs a microsecond, running a
-# rule's expression over a note tens (the tool screens every write).
-_HINTS: dict[str, tuple[str, ...]] = {
+# Every rule needs one of these in the lower-cased text: a string, or (a tuple of groups) one string of each group
+# (each derived from the literal parts of the rule's expression). Checking them costs a microsecond; running a
+# rule's expression over a note tens, and the tool screens every write. The cheap tests must be *necessary*
+# conditions: a rule skipped here can never have matched.
+_Gate = tuple[str | tuple[tuple[str, ...], ...], ...]
+_HINTS: dict[str, _Gate] = {
     "override-instructions": (
         "ignore", "disregard", "forget", "overrid", "overrul", "bypass", "skip", "drop", "abandon", "discard",
     ),
@@ -357,27 +360,50 @@ _HINTS: dict[str, tuple[str, ...]] = {
         "sys", "assistant", "developer", "<|", "im_start", "im_end", "endoftext", "header_id", "inst]", "admin",
         "human:", "user:", "ai:", "claude:", "chatgpt:",
     ),
-    "persona-switch": ("you are now", "you are no longer", "mode", "act as "),
+    # "mode" alone is in every "model": the mode switch needs one of its verbs too.
+    "persona-switch": (
+        "you are now", "you are no longer", "act as ", (("mode",), ("enter", "enable", "activate", "switch to")),
+    ),
     # "ai" only as a word after white space (`_AI_WORD`): as a bare substring it is in "email", "again", "detail".
-    "addressed-to-ai": ("assistant", "model", "llm", "chatbot", "agent", "claude", "gpt", "if you are", "you"),
+    # "you" only after the words the expression puts before it (a bare "you" is in most notes).
+    "addressed-to-ai": (
+        "assistant", "model", "llm", "chatbot", "agent", "claude", "gpt",
+        "when you", "while you", "if you", "before you", "after you",
+    ),
     "conceal-from-user": ("user", "human", "owner", "operator"),
     "response-steering": (
         "answer", "respons", "respond", "repl", "output", "message", "summar", "completion", "write", "speak", "talk",
     ),
-    "exfiltration": ("http", "www.", "@", "!["),
+    # Sending somewhere needs a verb and an address (a URL or an e-mail address); a tracking image neither.
+    "exfiltration": (
+        "![",
+        (
+            ("http", "www.", "@"),
+            ("send", "forward", "post", "upload", "mail", "transmit", "submit", "leak", "exfiltrat", "copy"),
+        ),
+    ),
     "hostile-code": ("code", "python", "shell", "bash"),
     "hidden-markup": ("<!--", "style"),
 }  # fmt: skip
-
 
 _AI_WORD = re.compile(r"\sai")  # every "ai" the addressed-to-ai rule matches follows \s+ or a literal space
 
 
 def _may_match(rule: str, lower: str) -> bool:
-    for hint in _HINTS[rule]:  # a plain loop: a generator per rule and note cost as much as the searches
-        if hint in lower:
+    for hint in _HINTS[rule]:  # plain loops: a generator per rule and note cost as much as the searches
+        if isinstance(hint, str):
+            if hint in lower:
+                return True
+        elif all(_any_in(group, lower) for group in hint):
             return True
     return rule == "addressed-to-ai" and "ai" in lower and _AI_WORD.search(lower) is not None
+
+
+def _any_in(hints: tuple[str, ...], lower: str) -> bool:
+    for hint in hints:  # noqa: SIM110 (a plain loop, as above)
+        if hint in lower:
+            return True
+    return False
 
 
 def _explicit(text: str, lower: str) -> list[InjectionMatch]:
