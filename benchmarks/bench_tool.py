@@ -13,6 +13,7 @@ Then ``view /memories`` over 10,000 files (100 directories x 100 files), created
     python benchmarks/bench_tool.py                # full run (about a minute)
     python benchmarks/bench_tool.py --quick        # smoke run
     python benchmarks/bench_tool.py --kept-dir     # the sequence's directory keeps another file
+    python benchmarks/bench_tool.py --runs 5       # the mixed sequence 5 times: each run's ratios and the median
 
 Each iteration creates the only file of ``/memories/bench`` and deletes it again. memdir removes a directory its
 last file leaves (so every backend lists the same tree); the SDK leaves it, so memdir alone pays an ``mkdir`` and
@@ -134,6 +135,22 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def totals(times: dict[str, dict[str, list[float]]]) -> dict[str, float]:
+    return {n: sum(sum(v) for v in per_command.values()) for n, per_command in times.items()}
+
+
+def report_runs(runs: list[dict[str, float]]) -> None:
+    """Each run's "vs sdk" ratios and their median: one run moves by several percent on a shared disk."""
+    names = [n for n in runs[0] if n != "sdk"]
+    print(f"\n## vs sdk over {len(runs)} runs (higher = memdir faster)\n")
+    print("| run | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    ratios = {n: [run["sdk"] / run[n] for run in runs] for n in names}
+    for i in range(len(runs)):
+        print(f"| {i + 1} | " + " | ".join(f"{ratios[n][i]:.2f}x" for n in names) + " |")
+    print("| median | " + " | ".join(f"{statistics.median(ratios[n]):.2f}x" for n in names) + " |")
+
+
 def report_mixed(times: dict[str, dict[str, list[float]]]) -> None:
     print("\n## Mixed sequence: p50 / p99 per command (microseconds)\n")
     names = list(times)
@@ -142,17 +159,18 @@ def report_mixed(times: dict[str, dict[str, list[float]]]) -> None:
     for command in COMMANDS:
         cells = [f"{pct(times[n][command], 0.5) * 1e6:.0f} | {pct(times[n][command], 0.99) * 1e6:.0f}" for n in names]
         print(f"| {command} | " + " | ".join(cells) + " |")
-    totals = {n: sum(sum(v) for v in times[n].values()) for n in names}
+    total = totals(times)
     print("\n| implementation | total seconds | vs sdk (higher = memdir faster) |")
     print("|---|---|---|")
     for n in names:
-        print(f"| {n} | {totals[n]:.3f} | {totals['sdk'] / totals[n]:.2f}x |")
+        print(f"| {n} | {total[n]:.3f} | {total['sdk'] / total[n]:.2f}x |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--kept-dir", action="store_true", help="a standing file in the sequence's directory")
+    parser.add_argument("--runs", type=int, default=1, help="run the mixed sequence this many times (default 1)")
     args = parser.parse_args()
     iterations, dirs, per_dir, repeats = (50, 10, 20, 3) if args.quick else (1000, 100, 100, 5)
     print(
@@ -172,7 +190,10 @@ def main() -> None:
         }
         for run in runners.values():
             seed(run, 10, kept_dir=args.kept_dir)
-        report_mixed(mixed(runners, iterations))
+        first = mixed(runners, iterations)
+        report_mixed(first)
+        if args.runs > 1:
+            report_runs([totals(first)] + [totals(mixed(runners, iterations)) for _ in range(args.runs - 1)])
         print(f"\n## view /memories over {dirs * per_dir:,} files (seconds)\n")
         print("| implementation | populate | first view | warm view (median) | warm vs sdk |")
         print("|---|---|---|---|---|")
