@@ -352,6 +352,62 @@ def remove_tree(directory: DirHandle, name: str) -> None:
         raise storage_error_from_os(exc, "delete") from exc
 
 
+def empty_tree(directory: DirHandle, name: str) -> bool:
+    """Whether the directory ``name`` holds nothing but (recursively) empty directories: no file, no link, no
+    hidden entry. Such a tree is not there for memdir (a directory exists while it holds a file, on every backend:
+    SQLite has no directories of its own), and `clear_empty_tree` can take it away."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=directory.fd)
+    except OSError:
+        return False
+    try:
+        return _holds_only_empty_dirs(fd)
+    finally:
+        os.close(fd)
+
+
+def _holds_only_empty_dirs(fd: int) -> bool:
+    try:
+        entries = list(os.scandir(fd))
+    except OSError:
+        return False
+    for entry in entries:  # the first file (the usual case) answers at once
+        if not entry.is_dir(follow_symlinks=False):
+            return False
+        try:
+            child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            return False
+        try:
+            if not _holds_only_empty_dirs(child):
+                return False
+        finally:
+            os.close(child)
+    return True
+
+
+def clear_empty_tree(directory: DirHandle, name: str) -> bool:
+    """Remove the directory ``name`` if it holds nothing but empty directories, bottom up with rmdir(2) (which
+    refuses a directory that is not empty, so nothing written meanwhile is lost); whether it is gone."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=directory.fd)
+    except OSError:
+        return False
+    try:
+        for entry in list(os.scandir(fd)):
+            if not entry.is_dir(follow_symlinks=False) or not clear_empty_tree(DirHandle(fd), entry.name):
+                return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=directory.fd)
+    except OSError:
+        return False
+    return True
+
+
 def prune_empty(root: DirHandle, path: MemoryPath) -> None:
     """Remove ``path`` and its ancestors while they are empty (never the root): a directory exists while it
     holds a file, on every backend."""

@@ -49,6 +49,7 @@ class Pending:
     apply: list[Callable[[], None]] = field(default_factory=list)  # after COMMIT: make the changes visible
     stamps: list[MemoryPath] = field(default_factory=list)  # files whose on-disk identity to record after
     seen: dict[str, str] = field(default_factory=dict)  # stamps already taken by ``apply`` (key -> stamp)
+    emptied: list[MemoryPath] = field(default_factory=list)  # directories ``apply`` may have left empty
     ops: list[PendingOp] = field(default_factory=list)  # ``apply`` as rows, for a roll-forward after a crash
 
     def roll_back(self) -> None:

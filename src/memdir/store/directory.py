@@ -102,9 +102,10 @@ class _Noted:
 
     done: tuple[tuple[int, int], ...] = ()
     stamps: Mapping[str, tuple[int | None, str]] = field(default_factory=dict)
+    emptied: tuple[MemoryPath, ...] = ()  # directories to prune once the next command is done (`_emptied`)
 
     def __bool__(self) -> bool:
-        return bool(self.done or self.stamps)
+        return bool(self.done or self.stamps or self.emptied)
 
 
 def namespace_root(base: Path, namespace: str) -> Path:
@@ -194,7 +195,12 @@ class DirectoryStore(Store):
         if target.is_root:
             raise NotAFileError("/memories is a directory")
         with self._open() as root, _fs.walk(root, target.parent) as parent:
-            content, st = _fs.read_at(parent, target.name, target)
+            try:
+                content, st = _fs.read_at(parent, target.name, target)
+            except NotAFileError:
+                if _fs.empty_tree(parent, target.name):  # not there for memdir (see `_kind`)
+                    raise NotFoundError(f"{target.virtual} does not exist") from None
+                raise
         if self._index is None:
             return FileData(target, content, _token(st), sha256_hex(content), st.mtime)
         row = self._row(target.key)
@@ -220,6 +226,10 @@ class DirectoryStore(Store):
     def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
         target = as_path(path)
         found = self._scan(target)
+        if not found and not target.is_root:
+            with self._open() as root:
+                if self._kind(root, target) == "empty":  # not there for memdir, as on every backend
+                    raise NotFoundError(f"{target.virtual} does not exist")
         if self._index is None:
             return [Entry(p, st.size, st.mtime, _token(st)) for p, st in found]
         found, rows = self._reconcile(target, found)
@@ -289,7 +299,7 @@ class DirectoryStore(Store):
         with self._locked() as (root, conn):
             rows = self._settle(root, conn, target)
             versions = [self._record_delete(conn, r, origin) for r in rows]
-            self._after_commit(partial(self._remove, root, target))
+            self._after_commit(partial(self._remove, root, target, self._pending()))
         return versions
 
     def move(self, src: PathLike, dst: PathLike, *, origin: Origin = Origin()) -> list[Version]:
@@ -297,7 +307,7 @@ class DirectoryStore(Store):
         check_move(source, dest)
         with self._locked() as (root, conn):
             rows = self._settle(root, conn, source)  # a missing source is reported first, as on every backend
-            if dest.is_root or self._kind(root, dest) is not None:
+            if dest.is_root or self._free(root, dest) is not None:
                 raise AlreadyExistsError(f"{dest.virtual} already exists")
             self._prepare_rename(root, rows, source, dest)
             return self._record_moves(root, conn, rows, source, dest, origin)
@@ -309,12 +319,12 @@ class DirectoryStore(Store):
         with self._locked() as (root, conn):
             if version.sha256 is None:
                 (row,) = self._settle(root, conn, target)
-                self._after_commit(partial(self._remove, root, target))
+                self._after_commit(partial(self._remove, root, target, self._pending()))
                 return self._record_delete(conn, row, origin, op=version.op, ts=version.timestamp)
             if version.op == "rename" and version.old_path is not None:
                 source = version.old_path
                 rows = self._settle(root, conn, source)
-                if self._kind(root, target) is not None:
+                if self._free(root, target) is not None:
                     raise AlreadyExistsError(f"{target.virtual} already exists")
                 self._prepare_rename(root, rows, source, target)
                 (moved,) = self._record_moves(root, conn, rows, source, target, origin, ts=version.timestamp)
@@ -421,6 +431,9 @@ class DirectoryStore(Store):
             self._noted = _Noted()  # recorded by that COMMIT
             pending.finish()
             self._note(root, pending)
+            for directory in noted.emptied:  # after this command: one that wrote there again keeps it
+                with contextlib.suppress(MemdirError, OSError):
+                    _fs.prune_empty(root, directory)
 
     def _pending(self) -> Pending | None:
         pending: Pending | None = getattr(self._local, "pending", None)
@@ -443,7 +456,7 @@ class DirectoryStore(Store):
         """Note what a command just did after its COMMIT: the on-disk identity (stamp) of each file it put in
         place, and that its pending rows are done. The next command's transaction records both (`_Noted`); a
         command with too much to note records it now, in a transaction of its own."""
-        if self._index is None or (not pending.stamps and not pending.ops):
+        if self._index is None or (not pending.stamps and not pending.ops and not pending.emptied):
             return
         versions = {op.path: op.version for op in pending.ops}
         stamps: dict[str, tuple[int | None, str]] = {}
@@ -457,13 +470,13 @@ class DirectoryStore(Store):
                 if st is not None:
                     stamps[path.key] = (versions.get(path.key), _fs.stamp_of(st).stamp)
         span = pending.span()
-        noted = _Noted(((span,) if span is not None else ()), stamps)
+        noted = _Noted(((span,) if span is not None else ()), stamps, tuple(pending.emptied))
         if len(stamps) > _NOTED_MAX or None in (v for v, _ in stamps.values()):
             # Best effort: a missing stamp only means the next read hashes the file to check it; a row left
             # behind is checked against the disk, found done and dropped by the next writer.
             with contextlib.suppress(MemdirError), self._index.transaction("update the store") as conn:
                 self._record_noted(conn, noted)
-            return
+            noted = _Noted(emptied=noted.emptied)
         self._noted = noted
 
     def _record_noted(self, conn: sqlite3.Connection, noted: _Noted) -> None:
@@ -501,10 +514,19 @@ class DirectoryStore(Store):
             _fs.remove_tree(parent, temp)
         _fs.prune_empty(root, target.parent)
 
-    def _remove(self, root: _fs.DirHandle, target: MemoryPath) -> None:
+    def _remove(self, root: _fs.DirHandle, target: MemoryPath, pending: Pending | None = None) -> None:
         with _fs.walk(root, target.parent) as parent:
             _fs.remove_tree(parent, target.name)
-        _fs.prune_empty(root, target.parent)
+        self._emptied(root, target.parent, pending)
+
+    def _emptied(self, root: _fs.DirHandle, directory: MemoryPath, pending: Pending | None) -> None:
+        """``directory`` may have just lost its last file: it is pruned after the next command (`_Noted`), so a
+        note deleted and written again (a common rewrite) does not remove and re-make its directory each time.
+        Meanwhile an empty directory is not there for memdir (`_kind`)."""
+        if pending is None:
+            _fs.prune_empty(root, directory)
+        elif not directory.is_root:
+            pending.emptied.append(directory)
 
     def _prepare_rename(self, root: _fs.DirHandle, rows: list[IndexRow], source: MemoryPath, dest: MemoryPath) -> None:
         """Make the destination's parents now (a file on the way fails here, before anything moved) and move
@@ -515,33 +537,45 @@ class DirectoryStore(Store):
         if pending is not None:
             pending.undo.append(partial(_fs.prune_empty, root, dest.parent))
             pending.stamps.extend(key_path(r.path).rebase(source, dest) for r in rows)
-        self._after_commit(partial(self._rename, root, source, dest))
+        self._after_commit(partial(self._rename, root, source, dest, pending))
 
-    def _rename(self, root: _fs.DirHandle, source: MemoryPath, dest: MemoryPath) -> None:
+    def _rename(
+        self, root: _fs.DirHandle, source: MemoryPath, dest: MemoryPath, pending: Pending | None = None
+    ) -> None:
         with _fs.walk(root, source.parent) as sparent, _fs.walk(root, dest.parent, create=True) as dparent:
             _rename_noreplace(sparent, source.name, dparent, dest.name, dest)
         if not dest.is_within(source.parent):  # else the source's directory holds the destination: not empty
-            _fs.prune_empty(root, source.parent)
+            self._emptied(root, source.parent, pending)
 
     def _row(self, key: str) -> IndexRow | None:
         assert self._index is not None
         return self._index.lookup(key)
 
     def _kind(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
-        """'file', 'dir', 'other' (a FIFO, socket or device: never read, never listed) or None for what is on
-        disk at ``target``; a symlink there, or on the way, is an escape."""
+        """'file', 'dir', 'empty' (a directory holding nothing but empty directories: not there for memdir, see
+        `_fs.empty_tree`), 'other' (a FIFO, socket or device: never read, never listed) or None for what is on disk
+        at ``target``; a symlink there, or on the way, is an escape."""
         try:
             with _fs.walk(root, target.parent) as parent:
                 st = _fs.lstat_at(parent, target.name)
+                if st is not None and stat_mod.S_ISDIR(st.st_mode):
+                    return "empty" if _fs.empty_tree(parent, target.name) else "dir"
         except (NotFoundError, NotADirectoryError_):
             return None  # nothing can be below a file: the path does not exist, as on every backend
         if st is None:
             return None
         if stat_mod.S_ISLNK(st.st_mode):
             raise PathError(target.virtual, "escape")
-        if stat_mod.S_ISDIR(st.st_mode):
-            return "dir"
         return "file" if stat_mod.S_ISREG(st.st_mode) else "other"
+
+    def _free(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
+        """`_kind` for a path about to be written or moved to: an empty tree there is taken away first (under the
+        writer lock), as the directory it is not."""
+        kind = self._kind(root, target)
+        if kind == "empty":
+            with _fs.walk(root, target.parent) as parent:
+                return None if _fs.clear_empty_tree(parent, target.name) else "dir"
+        return kind
 
     def _observe(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> FileData:
         """Read ``target`` under the lock, recording an outside edit as a version first."""
@@ -568,7 +602,7 @@ class DirectoryStore(Store):
 
     def _current(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> FileData | None:
         """What a write to ``target`` replaces (None when free), with outside edits recorded first."""
-        kind = self._kind(root, target)
+        kind = self._free(root, target)
         if kind == "dir":
             raise NotAFileError(f"{target.virtual} is a directory")
         if kind == "file":
@@ -620,7 +654,7 @@ class DirectoryStore(Store):
         """Bring the index in step with what is on disk at ``target`` (a file or a tree) and return its rows.
         `NotFoundError` when nothing is there."""
         kind = self._kind(root, target)
-        if kind is None or kind == "other":
+        if kind is None or kind in ("other", "empty"):
             raise NotFoundError(f"{target.virtual} does not exist")
         if kind == "file":
             data = self._observe(root, conn, target)
