@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Screened", "WritePolicy", "redact", "scan"]
 
 UNTRUSTED_PREFIX = "untrusted"
-CONTEXT_LINES = 3  # lines around an edit that the injection detector reads with it
+CONTEXT_LINES = 3  # lines on each side of an edit screened with it (injections, secrets within a line)
 
 
 @dataclass(frozen=True, slots=True)
