@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .findings import contains_any
+
 __all__ = ["InjectionMatch", "find_injections"]
 
 
@@ -390,20 +392,13 @@ _AI_WORD = re.compile(r"\sai")  # every "ai" the addressed-to-ai rule matches fo
 
 
 def _may_match(rule: str, lower: str) -> bool:
-    for hint in _HINTS[rule]:  # plain loops: a generator per rule and note cost as much as the searches
+    for hint in _HINTS[rule]:  # a plain loop: a generator per rule and note costs as much as the searches
         if isinstance(hint, str):
             if hint in lower:
                 return True
-        elif all(_any_in(group, lower) for group in hint):
+        elif all(contains_any(lower, group) for group in hint):
             return True
     return rule == "addressed-to-ai" and "ai" in lower and _AI_WORD.search(lower) is not None
-
-
-def _any_in(hints: tuple[str, ...], lower: str) -> bool:
-    for hint in hints:  # noqa: SIM110 (a plain loop, as above)
-        if hint in lower:
-            return True
-    return False
 
 
 def _explicit(text: str, lower: str) -> list[InjectionMatch]:

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .findings import contains_any
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -195,16 +197,9 @@ def _may_match(rule: _Rule, text: str, lower: str) -> bool:
     if rule.name == "card-number":
         return sum(map(text.count, "0123456789")) >= 13  # ten counts in C: str.translate walks in Python
     if rule.name in _LOWER_HINTS:
-        return _any_in(_LOWER_HINTS[rule.name], lower)
+        return contains_any(lower, _LOWER_HINTS[rule.name])
     hints = _HINTS.get(rule.name)
-    return hints is None or _any_in(hints, text)
-
-
-def _any_in(hints: tuple[str, ...], text: str) -> bool:
-    for hint in hints:  # noqa: SIM110 (a plain loop: a generator per rule and note costs as much as the searches)
-        if hint in text:
-            return True
-    return False
+    return hints is None or contains_any(text, hints)
 
 
 def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, SecretMatch]]:

@@ -497,10 +497,7 @@ class DirectoryStore(Store):
 
     def _stamp(self, row: IndexRow) -> str | None:
         """``row``'s stamp, or the one this process noted for its version and has not recorded yet."""
-        noted = self._noted.stamps.get(row.path)
-        if row.stamp is None and noted is not None and noted[0] == row.version:
-            return noted[1]
-        return row.stamp
+        return self._stamps({row.path: row})[row.path]
 
     def _install(self, root: _fs.DirHandle, target: MemoryPath, temp: str, pending: Pending | None = None) -> None:
         with _fs.walk(root, target.parent) as parent:
