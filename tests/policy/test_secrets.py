@@ -9,8 +9,11 @@ import json
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memdir import scan
+from memdir.policy import secrets
 from memdir.policy.secrets import find_secrets
 
 PEM = (
@@ -115,3 +118,22 @@ def test_several_secrets_in_one_text_do_not_overlap() -> None:
     assert rules == ["aws-access-key", "jwt", "card-number"]
     spans = [f.span for f in scan(text)]
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+
+
+_SECRET_HINTS = sorted({h for hints in (*secrets._HINTS.values(), *secrets._LOWER_HINTS.values()) for h in hints})
+
+
+@given(st.lists(st.sampled_from(_SECRET_HINTS) | st.text(max_size=6), max_size=8).map("".join).map(
+    lambda t: t.swapcase() if len(t) % 3 == 0 else t  # the hints in the wrong case, too
+))  # fmt: skip
+@settings(max_examples=2000, deadline=None)
+def test_the_one_pass_gates_agree_with_looking_for_each_hint(text: str) -> None:
+    found = secrets._GATES.found(text.lower())
+    for rule in secrets.SECRET_RULES:
+        if rule.name == "card-number":
+            continue  # gated on its digits, not on hints
+        if rule.name in secrets._LOWER_HINTS:
+            expected = any(h in text.lower() for h in secrets._LOWER_HINTS[rule.name])
+        else:
+            expected = rule.name not in secrets._HINTS or any(h in text for h in secrets._HINTS[rule.name])
+        assert secrets._may_match(rule, text, found) == expected, rule.name

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .findings import contains_any
+from ._hints import HintSearch
 
 __all__ = ["InjectionMatch", "find_injections"]
 
@@ -390,27 +390,79 @@ _HINTS: dict[str, _Gate] = {
 
 _AI_WORD = re.compile(r"\sai")  # every "ai" the addressed-to-ai rule matches follows \s+ or a literal space
 
+# What `_asks_assistant` needs besides a task verb or a "?": the literal parts of `_ASKS` (lower-cased).
+_ASK_LITERALS = frozenset({"you to", "you are a", "imagin", "pretend", "suppose", "let's", "let us"})
+_GATES = HintSearch(
+    [h for gate in _HINTS.values() for h in gate if isinstance(h, str)]
+    + [h for gate in _HINTS.values() for h in gate if not isinstance(h, str) for group in h for h in group]
+    + [*_TASK_VERBS, *_ASK_LITERALS]
+)
 
-def _may_match(rule: str, lower: str) -> bool:
-    for hint in _HINTS[rule]:  # a plain loop: a generator per rule and note costs as much as the searches
+
+def _may_match(rule: str, found: set[str], lower: str) -> bool:
+    """Whether ``rule`` can match a text holding the hints ``found`` (`_GATES`; ``lower``: the text lower-cased)."""
+    for hint in _HINTS[rule]:  # plain loops: a generator per rule and note costs as much as the tests
         if isinstance(hint, str):
-            if hint in lower:
+            if hint in found:
                 return True
-        elif all(contains_any(lower, group) for group in hint):
+        elif all(not found.isdisjoint(group) for group in hint):
             return True
     return rule == "addressed-to-ai" and "ai" in lower and _AI_WORD.search(lower) is not None
 
 
-def _explicit(text: str, lower: str) -> list[InjectionMatch]:
+# What may stand between a sentence's start and its first word, for `_body` and `str.split` (ASCII): white space,
+# the list markers `_body` strips, and what `_is_request` strips off the word. A sentence starts after `_UNIT_END`.
+_BEFORE_WORD = frozenset(" \t\r\x0b\x0c\x1c\x1d\x1e\x1f-*>#0123456789)\"',:;")
+_UNIT_END = frozenset(".!?\n")
+_LEAD_WORDS = _words("please kindly also now then and finally additionally first next lastly")  # `_LEAD_IN`
+
+
+def _may_ask(text: str, lower: str, hits: list[tuple[str, int, int]]) -> bool:
+    """Whether a sentence of ``text`` may ask something of an assistant (`_asks_assistant`): a necessary condition
+    from the hints ``hits`` (`_GATES`), so that a note no sentence of which can be a request skips `_Reading`, the
+    detector's costliest step. A question needs "?"; `_ASKS`, one of `_ASK_LITERALS`; a task, a task verb as its
+    sentence's first word. Positions in ``lower`` are those of ``text`` for ASCII only: other text always may."""
+    if "?" in text or not text.isascii():
+        return True
+    for hint, start, end in hits:
+        if hint in _ASK_LITERALS:
+            return True
+        if hint in _TASK_VERBS and (end == len(lower) or not lower[end].isalpha()) and _first_word_at(lower, start):
+            return True
+    return False
+
+
+def _first_word_at(lower: str, start: int) -> bool:
+    """Whether the word at ``start`` can be its sentence's first after `_body` (which strips list markers and one
+    lead-in word such as "please")."""
+    i = _skip_back(lower, start)
+    if i == 0 or lower[i - 1] in _UNIT_END:
+        return True
+    j = i
+    while j > 0 and lower[j - 1].isalpha():
+        j -= 1
+    if lower[j:i] not in _LEAD_WORDS:
+        return False
+    j = _skip_back(lower, j)
+    return j == 0 or lower[j - 1] in _UNIT_END
+
+
+def _skip_back(lower: str, i: int) -> int:
+    while i > 0 and lower[i - 1] in _BEFORE_WORD:
+        i -= 1
+    return i
+
+
+def _explicit(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
     return [
         InjectionMatch(rule, m.start(), m.end(), detail)
         for rule, detail, pattern in _EXPLICIT
-        if _may_match(rule, lower)
+        if _may_match(rule, hinted, lower)
         for m in pattern.finditer(text)
     ]
 
 
-def _hidden(text: str, lower: str) -> list[InjectionMatch]:
+def _hidden(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
     found = (
         []
         if text.isascii()  # every invisible character is outside ASCII
@@ -420,7 +472,7 @@ def _hidden(text: str, lower: str) -> list[InjectionMatch]:
             for m in pattern.finditer(text)
         ]
     )
-    if not _may_match("hidden-markup", lower):
+    if not _may_match("hidden-markup", hinted, lower):
         return found
     for m in _HIDDEN_MARKUP.finditer(text):
         hidden = m.group("comment") or m.group("inner") or ""
@@ -429,15 +481,15 @@ def _hidden(text: str, lower: str) -> list[InjectionMatch]:
     return found
 
 
-def _steering(text: str, lower: str) -> list[InjectionMatch]:
+def _steering(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
     found: list[InjectionMatch] = []
-    if _may_match("response-steering", lower):
+    if _may_match("response-steering", hinted, lower):
         detail = "tells the assistant how to shape its answers"
         found += [InjectionMatch("response-steering", m.start(), m.end(), detail) for m in _STEERING.finditer(text)]
-    if _may_match("exfiltration", lower):
+    if _may_match("exfiltration", hinted, lower):
         detail = "asks to send data to an outside address"
         found += [InjectionMatch("exfiltration", m.start(), m.end(), detail) for m in _EXFIL_TEXT.finditer(text)]
-    return found + (_hostile_code(text) if _may_match("hostile-code", lower) else [])
+    return found + (_hostile_code(text) if _may_match("hostile-code", hinted, lower) else [])
 
 
 # Rules a request typed *to* an assistant also matches ("Begin your response with a summary"). They count only
@@ -448,8 +500,13 @@ _PROMPT_SHAPED = frozenset({"response-steering", "persona-switch"})
 def find_injections(text: str) -> list[InjectionMatch]:
     """Every span of ``text`` that looks like an injected instruction, in order (overlaps merged per rule)."""
     lower = text.lower()
-    found = _explicit(text, lower) + _hidden(text, lower) + _steering(text, lower)
-    reading = _Reading.of(text) if _DATA_MARKERS.search(text) or any(m.rule in _PROMPT_SHAPED for m in found) else None
+    hits = _GATES.occurrences(lower)
+    hinted = {hint for hint, _, _ in hits}
+    found = _explicit(text, hinted, lower) + _hidden(text, hinted, lower) + _steering(text, hinted, lower)
+    # The sentence reading matters only where a sentence may ask something (else none is a foreign directive,
+    # and no prompt-shaped match has a request elsewhere to belong to).
+    read = _DATA_MARKERS.search(text) or any(m.rule in _PROMPT_SHAPED for m in found)
+    reading = _Reading.of(text) if read and _may_ask(text, lower, hits) else None
     if reading is not None:
         found = [m for m in found if m.rule not in _PROMPT_SHAPED or not reading.asks_elsewhere(m.start, m.end)]
         found += _foreign_directives(text, reading)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ._hints import HintSearch
 from .findings import contains_any
 
 if TYPE_CHECKING:
@@ -191,24 +192,34 @@ _HINTS: dict[str, tuple[str, ...]] = {
     "password-in-url": ("://",),
 }
 _LOWER_HINTS: dict[str, tuple[str, ...]] = {"aws-secret-key": ("aws", "secret")}
+# Looked for in the lower-cased text, all at once: a hint's lower-cased form there is necessary for the hint
+# itself to be in the text, which is then checked for the few rules that pass.
+_GATES = HintSearch([h.lower() for hints in (*_HINTS.values(), *_LOWER_HINTS.values()) for h in hints])
 
 
-def _may_match(rule: _Rule, text: str, lower: str) -> bool:
+def _may_match(rule: _Rule, text: str, found: set[str]) -> bool:
+    """Whether ``rule`` can match ``text``, which holds the hints ``found`` (`_GATES`, in ``text`` lower-cased)."""
     if rule.name == "card-number":
         return sum(map(text.count, "0123456789")) >= 13  # ten counts in C: str.translate walks in Python
     if rule.name in _LOWER_HINTS:
-        return contains_any(lower, _LOWER_HINTS[rule.name])
+        return not found.isdisjoint(_LOWER_HINTS[rule.name])
     hints = _HINTS.get(rule.name)
-    return hints is None or contains_any(text, hints)
+    if hints is None:
+        return True
+    return any(h.lower() in found for h in hints) and contains_any(text, hints)
 
 
 def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, SecretMatch]]:
     lo, hi = lines if lines is not None else (0, len(text))
     part = text[lo:hi]
-    lower = part.lower()
+    found = _GATES.found(part.lower())
     for order, rule in enumerate(SECRET_RULES):
-        scope, offset = (text, 0) if rule.multiline else (part, lo)
-        if not _may_match(rule, scope, lower if scope is part else scope.lower()):
+        if rule.multiline:  # read in the whole text, its hints looked for directly
+            hints = _HINTS.get(rule.name)
+            scope, offset, gate = text, 0, hints is None or contains_any(text, hints)
+        else:
+            scope, offset, gate = part, lo, _may_match(rule, part, found)
+        if not gate:
             continue
         for match in rule.pattern.finditer(scope):
             if rule.accept is None or rule.accept(match, scope):
