@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -86,7 +88,9 @@ def test_reads_and_clean_writes_are_buffered_and_acted_on_writes_are_not(
         assert _rows(url) == 7
 
 
-def test_a_full_buffer_is_flushed(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_buffer_is_flushed_in_the_background_at_once(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command that fills the buffer does not wait for the transaction; the background thread writes it
+    without waiting for ``max_delay`` (an hour here)."""
     monkeypatch.setattr(AuditLog, "max_delay", 3600.0)
     monkeypatch.setattr(AuditLog, "max_records", 3)
     with open_store(url) as store:
@@ -94,10 +98,24 @@ def test_a_full_buffer_is_flushed(url: str, monkeypatch: pytest.MonkeyPatch) -> 
         tool = MemoryTool(store)
         for _ in range(2):
             tool.execute({"command": "view", "path": "/memories/a.md"})
+        time.sleep(0.1)
         assert _rows(url) == 0
         tool.execute({"command": "view", "path": "/memories/a.md"})
-        assert _rows(url) == 3
+        assert _eventually(lambda: _rows(url) == 3)
+        for _ in range(3):  # and again: the thread that wrote the first batch may have ended meanwhile
+            tool.execute({"command": "view", "path": "/memories/a.md"})
+        assert _eventually(lambda: _rows(url) == 6)
         tool.close()
+
+
+def _eventually(condition: Callable[[], bool]) -> bool:
+    """Poll for up to 10 s: a background thread's work is awaited, not a fixed sleep."""
+    done = threading.Event()
+    for _ in range(400):
+        if condition():
+            return True
+        done.wait(0.025)
+    return condition()
 
 
 def test_an_idle_process_flushes_in_the_background(url: str, monkeypatch: pytest.MonkeyPatch) -> None:

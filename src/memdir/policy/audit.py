@@ -13,9 +13,9 @@ buffered per store and flushed in one transaction:
 
 - at once after a write the write policy acted on (redacted, warned about, held, refused): which rules it
   matched is recorded nowhere else,
-- when the buffer holds `AuditLog.max_records` entries,
-- when its oldest entry is `AuditLog.max_delay` seconds old (checked on each record and by a background
-  timer, so an idle process flushes too),
+- when the buffer holds `AuditLog.max_records` entries, or its oldest entry is `AuditLog.max_delay` seconds
+  old: by a background thread (which runs while the buffer is not empty, so an idle process flushes too, and
+  the command that fills the buffer does not wait for the transaction),
 - when the tool or the log is closed, and at interpreter exit.
 
 A clean write waits in the buffer like a read: its version, recorded in the write's own transaction, already
@@ -32,6 +32,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import threading
 import time
 import weakref
@@ -188,7 +189,7 @@ class AuditLog:
         self._buffer: list[AuditEntry] = []
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._timer: threading.Thread | None = None
+        self._timer_pid: int | None = None  # the process whose background thread runs (`_start_timer`)
         self._closed = False
         self._ready = False
         _LIVE.add(self)
@@ -199,11 +200,15 @@ class AuditLog:
         """Buffer ``entry``; ``flush=True`` (a write the policy acted on) writes the buffer out now."""
         with self._lock:
             self._buffer.append(entry)
-            due = flush or len(self._buffer) >= self.max_records or entry.ts - self._buffer[0].ts >= self.max_delay
-            if not due:
-                self._start_timer()
-        if due:
-            self.flush()
+            if not flush:
+                # The background thread writes the buffer out when it is full or old: the command that fills it
+                # does not wait for a transaction of 256 rows.
+                if self._timer_pid != os.getpid():  # none yet, or it ended, or it was the parent's before a fork
+                    self._start_timer()
+                elif len(self._buffer) >= self.max_records or entry.ts - self._buffer[0].ts >= self.max_delay:
+                    self._wake.notify()
+                return
+        self.flush()
 
     def flush(self) -> None:
         """Write the buffered entries in one transaction. Failures are logged, never raised: the audit log must
@@ -284,25 +289,35 @@ class AuditLog:
             _insert(conn, self.namespace, batch, access)
 
     def _start_timer(self) -> None:
-        """(Lock held.) A daemon thread that flushes what waits longer than ``max_delay``; it ends when the buffer
-        is empty, so an idle store costs no thread."""
-        if self._timer is not None and self._timer.is_alive():
-            return
-        self._timer = threading.Thread(target=self._run_timer, name="memdir-audit-flush", daemon=True)
-        self._timer.start()
+        """(Lock held.) A daemon thread that flushes the buffer when it is full or its oldest entry is older than
+        ``max_delay``; it ends when the buffer is empty, so an idle store costs no thread. ``_timer_pid`` says it
+        runs (in this process: a fork does not copy threads); only the thread clears it, under the lock."""
+        self._timer_pid = os.getpid()
+        threading.Thread(target=self._run_timer, name="memdir-audit-flush", daemon=True).start()
 
     def _run_timer(self) -> None:
-        while True:
+        try:
+            while self._due():
+                self.flush()
+        except BaseException:
             with self._lock:
-                if not self._buffer or self._closed:
-                    return
-                wait = self._buffer[0].ts + self.max_delay - time.time()
-                if wait > 0:
-                    self._wake.wait(wait)
-                    continue
-            if self._db.closed:  # the store was closed without closing its tool: nothing to write to
-                return
-            self.flush()
+                self._timer_pid = None
+            raise
+
+    def _due(self) -> bool:
+        """(The background thread.) Wait until the buffer is due; False when nothing is left to do, the thread
+        then marked as ended under the same lock a `record` checks it with."""
+        with self._lock:
+            while True:
+                # A closed store (its tool not closed) has nothing to write to.
+                if not self._buffer or self._closed or self._db.closed:
+                    self._timer_pid = None
+                    return False
+                full = len(self._buffer) >= self.max_records
+                wait = 0.0 if full else self._buffer[0].ts + self.max_delay - time.time()
+                if wait <= 0:
+                    return True
+                self._wake.wait(wait)
 
 
 def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
