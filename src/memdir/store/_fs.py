@@ -38,6 +38,7 @@ __all__ = [
     "TEMP_PREFIX",
     "DirHandle",
     "FileStat",
+    "Root",
     "atomic_write",
     "identity",
     "install",
@@ -87,10 +88,12 @@ def stamp_of(st: os.stat_result) -> FileStat:
 
 
 class DirHandle:
-    """An open directory descriptor (closed on exit)."""
+    """An open directory descriptor (closed on exit), or one borrowed from the `Root` it was opened below (which
+    closes it)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, root: Root | None = None) -> None:
         self.fd = fd
+        self.root = root
 
     def __enter__(self) -> DirHandle:
         return self
@@ -99,6 +102,51 @@ class DirHandle:
         self.close()
 
     def close(self) -> None:
+        if self.fd >= 0 and self.root is None:
+            os.close(self.fd)
+        self.fd = -1
+
+    def changed(self) -> None:
+        """A directory below this one was removed or renamed: what its root keeps open may be elsewhere now."""
+        if self.root is not None:
+            self.root.forget()
+
+
+class Root(DirHandle):
+    """The store root, open for one command, and the directories below it the command opened.
+
+    A command walks to the same directory several times (to check, to write the temporary file, to rename it
+    into place, to note its stamp); each walk is an ``open`` per component. The root keeps what it opened and
+    hands out borrowed handles, all closed with it. They stay as safe as a fresh walk: a descriptor names the
+    directory it was opened on (with ``O_NOFOLLOW``, component by component), whatever is renamed or swapped
+    above it later. A directory removed or renamed through memdir makes the root forget them all (`changed`), so
+    a later walk opens the path again; the descriptors themselves stay open until the root closes, as a caller
+    may still hold one.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(fd)
+        self._below: dict[tuple[str, ...], int] = {}
+        self._forgotten: list[int] = []
+
+    def below(self, path: MemoryPath, *, create: bool) -> DirHandle:
+        if not path.parts:
+            return DirHandle(self.fd, self)
+        fd = self._below.get(path.parts)
+        if fd is None:
+            fd = _walk(self.fd, path, create)
+            self._below[path.parts] = fd
+        return DirHandle(fd, self)
+
+    def forget(self) -> None:
+        self._forgotten += self._below.values()
+        self._below.clear()
+
+    def close(self) -> None:
+        self.forget()
+        for fd in self._forgotten:
+            os.close(fd)
+        self._forgotten.clear()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -130,7 +178,7 @@ def identity(path: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def open_root(root: Path, expected: tuple[int, int] | None = None) -> DirHandle:
+def open_root(root: Path, expected: tuple[int, int] | None = None) -> Root:
     """Open the store root. O_NOFOLLOW refuses a link in its last component; the identity check refuses a
     root reached through a directory above it that was swapped (for a link or another tree) since opening."""
     replaced = "could not open the store: its root has been replaced by a link or a file"
@@ -145,7 +193,7 @@ def open_root(root: Path, expected: tuple[int, int] | None = None) -> DirHandle:
         if (st.st_dev, st.st_ino) != expected:
             os.close(fd)
             raise StorageError("could not open the store: its root has been replaced by another directory")
-    return DirHandle(fd)
+    return Root(fd)
 
 
 def walk(root: DirHandle, path: MemoryPath, *, create: bool = False) -> DirHandle:
@@ -154,12 +202,18 @@ def walk(root: DirHandle, path: MemoryPath, *, create: bool = False) -> DirHandl
     With ``create``, missing directories are made ``0700``. `NotFoundError` when one is missing,
     `NotADirectoryError_` when a component is a file, `PathError` (escape) when one is a symlink.
     """
+    if isinstance(root, Root):
+        return root.below(path, create=create)
     if not path.parts:
         return DirHandle(os.dup(root.fd))
-    fd = _step(root.fd, path.parts[0], path, 0, create, close=False)  # the first step needs no copy of the root
+    return DirHandle(_walk(root.fd, path, create))
+
+
+def _walk(root: int, path: MemoryPath, create: bool) -> int:
+    fd = _step(root, path.parts[0], path, 0, create, close=False)  # the first step needs no copy of the root
     for depth, name in enumerate(path.parts[1:], 1):
         fd = _step(fd, name, path, depth, create)
-    return DirHandle(fd)
+    return fd
 
 
 def _step(fd: int, name: str, path: MemoryPath, depth: int, create: bool, *, close: bool = True) -> int:
@@ -345,6 +399,7 @@ def remove_tree(directory: DirHandle, name: str) -> None:
         return
     try:
         if stat.S_ISDIR(st.st_mode):
+            directory.changed()
             shutil.rmtree(name, dir_fd=directory.fd)
         else:
             os.unlink(name, dir_fd=directory.fd)
@@ -405,6 +460,7 @@ def clear_empty_tree(directory: DirHandle, name: str) -> bool:
         os.rmdir(name, dir_fd=directory.fd)
     except OSError:
         return False
+    directory.changed()
     return True
 
 
@@ -416,6 +472,7 @@ def prune_empty(root: DirHandle, path: MemoryPath) -> None:
         try:
             with walk(root, here.parent) as parent:
                 os.rmdir(here.name, dir_fd=parent.fd)
+                parent.changed()
         except (OSError, NotFoundError, NotADirectoryError_, PathError):
             return
 

@@ -417,7 +417,17 @@ class SqlIndex(SqlDatabase):
     def lookup(self, key: str) -> IndexRow | None:
         """``key``'s row: one statement outside any transaction (a snapshot of its own, without BEGIN/COMMIT)."""
         try:
-            return self.get(self.conn, key)
+            with self._exclusive():  # a connection shared by threads (in memory) runs one statement group at once
+                return self.get(self.conn, key)
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the store") from exc
+
+    def current_usage(self) -> Usage:
+        """The namespace's usage: one statement outside any transaction, like `lookup` (the tool asks before
+        every write; a transaction around one SELECT costs two more statements and, on disk, two more locks)."""
+        try:
+            with self._exclusive():
+                return self.usage(self.conn)
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
 

@@ -244,8 +244,7 @@ class DirectoryStore(Store):
 
     def usage(self) -> Usage:
         if self._index is not None:
-            with self._index.reading("read the store") as conn:
-                return self._index.usage(conn)
+            return self._index.current_usage()
         # Without an index, usage means a walk of the whole tree; the tool asks before every write, so the walk is
         # cached for a few seconds (our own writes are added to it; deletions make it overestimate, which only
         # errs on the safe side of a limit).
@@ -784,6 +783,7 @@ _RENAME_NOREPLACE = 1
 def _rename_noreplace(sparent: _fs.DirHandle, sname: str, dparent: _fs.DirHandle, dname: str, dest: MemoryPath) -> None:
     """rename(2) that never replaces the destination (``RENAME_NOREPLACE``): the existence check done under
     our lock cannot stop an editor outside memdir from creating the destination a moment later."""
+    sparent.changed()  # it may be a directory: what the command's root keeps open is walked again
     if _libc is not None:
         result = _renameat2(sparent.fd, os.fsencode(sname), dparent.fd, os.fsencode(dname), _RENAME_NOREPLACE)
         if result == 0:

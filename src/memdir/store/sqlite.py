@@ -118,8 +118,7 @@ class SQLiteStore(Store):
         return [Entry(key_path(r.path), r.size, r.modified, r.version, r.sha256) for r in rows]
 
     def usage(self) -> Usage:
-        with self._index.reading("read the store") as conn:
-            return self._index.usage(conn)
+        return self._index.current_usage()
 
     # -- writing ------------------------------------------------------------------------------------------
 
