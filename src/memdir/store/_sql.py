@@ -136,12 +136,17 @@ def translate(exc: sqlite3.Error, doing: str) -> StorageError:
     return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
 
 
-def connect(location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
-    """Open a connection configured for many readers, one writer at a time, across processes."""
+def connect(
+    location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000, page_size: int | None = None
+) -> sqlite3.Connection:
+    """Open a connection configured for many readers, one writer at a time, across processes. ``page_size``
+    applies to a database created now (an existing one keeps its own)."""
     if read_only:
         return _connect_read_only(Path(location), busy_timeout_ms)
     conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if page_size is not None:
+        conn.execute(f"PRAGMA page_size = {int(page_size)}")  # a no-op once the file has pages (or is in WAL mode)
     # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
     # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
     # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
@@ -254,8 +259,10 @@ def _range(key: str) -> tuple[str, str]:
 class SqlIndex(SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
-    def __init__(self, location: str | Path, namespace: str, *, read_only: bool = False) -> None:
-        super().__init__(location, read_only=read_only)
+    def __init__(
+        self, location: str | Path, namespace: str, *, read_only: bool = False, page_size: int | None = None
+    ) -> None:
+        super().__init__(location, read_only=read_only, page_size=page_size)
         self.namespace = namespace
         conn = self.conn
         try:
