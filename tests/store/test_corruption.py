@@ -44,8 +44,8 @@ def truncated(path: Path) -> None:
 
 
 def zero_length_garbage_tail(path: Path) -> None:
-    data = path.read_bytes()
-    path.write_bytes(data[:PAGE] + b"\xff" * (len(data) - PAGE))
+    data, page = path.read_bytes(), page_size(path)
+    path.write_bytes(data[:page] + b"\xff" * (len(data) - page))
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
@@ -94,23 +94,29 @@ def test_opening_a_damaged_store_raises_a_clean_error(
         assert snapshot(memories) == before
 
 
+def page_size(db: Path) -> int:
+    """The database's page size, from its header (the directory store's sidecar uses 1 KiB, SQLite 4 KiB)."""
+    value = int.from_bytes(db.read_bytes()[16:18], "big")
+    return 65536 if value == 1 else value
+
+
 def find_page(db: Path, needle: bytes) -> int:
     data = db.read_bytes()
     at = data.find(needle)
     assert at >= 0, "the marker is not in the database file"
-    return at - at % PAGE
+    return at - at % page_size(db)
 
 
 def damage_page_holding(db: Path, needle: bytes) -> None:
     """Overwrite the page holding ``needle``, and every overflow page of the same content."""
-    data = bytearray(db.read_bytes())
+    data, size = bytearray(db.read_bytes()), page_size(db)
     start = find_page(db, needle)
-    data[start : start + PAGE] = b"\xa5" * PAGE
+    data[start : start + size] = b"\xa5" * size
     at = 0
     while (at := data.find(b"q" * 64, at)) >= 0:
-        page = at - at % PAGE
-        data[page : page + PAGE] = b"\xa5" * PAGE
-        at = page + PAGE
+        page = at - at % size
+        data[page : page + size] = b"\xa5" * size
+        at = page + size
     db.write_bytes(bytes(data))
 
 

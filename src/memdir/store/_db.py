@@ -187,6 +187,16 @@ class SqlDatabase:
         with self._exclusive():
             yield from self._in_transaction("BEGIN IMMEDIATE", doing, commit=True)
 
+    def commit_and_continue(self, conn: sqlite3.Connection, doing: str) -> None:
+        """Inside `transaction`: commit what it did so far and go on in a new write transaction."""
+        from ._sql import translate
+
+        try:
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate(exc, doing) from exc
+
     @contextlib.contextmanager
     def reading(self, doing: str) -> Iterator[sqlite3.Connection]:
         """A read transaction: several queries see one snapshot."""

@@ -256,6 +256,13 @@ def _range(key: str) -> tuple[str, str]:
     return (key + "/", key + "0") if key else ("", "\U0010ffff")
 
 
+class _LookUp:
+    """`SqlIndex.record_write` finds the row it replaces itself."""
+
+
+LOOK_UP = _LookUp()
+
+
 class SqlIndex(SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
@@ -351,8 +358,10 @@ class SqlIndex(SqlDatabase):
         stamp: str | None = None,
         old_key: str | None = None,
         ts: float | None = None,
+        replaced: int | _LookUp | None = LOOK_UP,
     ) -> Version:
-        """Record ``key``'s new content (stored as a blob when given) as the next version."""
+        """Record ``key``'s new content (stored as a blob when given) as the next version. ``replaced``: the size
+        of the content it replaces (None for a new file), when the caller has just read ``key``'s row."""
         now = time.time() if ts is None else ts
         if content is not None:
             conn.execute(
@@ -366,8 +375,10 @@ class SqlIndex(SqlDatabase):
                     "SELECT length(content) FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)
                 ).fetchone()[0]
             )
-        before = self.get(conn, key)
-        version = self._bump(conn, files=0 if before else 1, size=size - (before.size if before else 0))
+        if isinstance(replaced, _LookUp):
+            before = self.get(conn, key)
+            replaced = None if before is None else before.size
+        version = self._bump(conn, files=0 if replaced is not None else 1, size=size - (replaced or 0))
         conn.execute(
             "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -438,14 +449,16 @@ class SqlIndex(SqlDatabase):
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
 
-    def has_pending(self, ignoring: Sequence[tuple[int, int]] = ()) -> bool:
+    def has_pending(self, ignoring: Sequence[tuple[int, int]] = (), conn: sqlite3.Connection | None = None) -> bool:
         """Whether this namespace has pending operations other than those of the version ranges ``ignoring``
-        (one indexed lookup, outside any transaction)."""
+        (one indexed lookup: in ``conn``'s transaction, or outside any)."""
         limit = 64  # more rows than that: answer yes, and let the roll-forward sort them out
         try:
-            rows = self.conn.execute(
-                "SELECT version FROM pending WHERE ns = ? LIMIT ?", (self.namespace, limit)
-            ).fetchall()
+            rows = (
+                (conn or self.conn)
+                .execute("SELECT version FROM pending WHERE ns = ? LIMIT ?", (self.namespace, limit))
+                .fetchall()
+            )
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
         if len(rows) >= limit:

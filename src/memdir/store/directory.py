@@ -279,8 +279,7 @@ class DirectoryStore(Store):
         with self._locked() as (root, conn):
             current = self._current(root, conn, target)
             check_expect(target, None if current is None else current.version, expect)
-            replaces = None if current is None else current.sha256
-            return self._put(root, conn, target, content, origin=origin, op=op, replaces=replaces)
+            return self._put(root, conn, target, content, origin=origin, op=op, replaces=current)
 
     def update(
         self,
@@ -296,7 +295,7 @@ class DirectoryStore(Store):
             raise NotAFileError("/memories is a directory")
         with self._locked() as (root, conn):
             current = self._observe(root, conn, target)
-            return self._put(root, conn, target, change(current), origin=origin, op=op, replaces=current.sha256)
+            return self._put(root, conn, target, change(current), origin=origin, op=op, replaces=current)
 
     def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
         target = as_path(path)
@@ -338,9 +337,8 @@ class DirectoryStore(Store):
             if content is None:
                 raise NotFoundError(f"no content for version {version.version} of {target.virtual}")
             current = self._current(root, conn, target)
-            replaces = None if current is None else current.sha256
             return self._put(
-                root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp, replaces=replaces
+                root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp, replaces=current
             )
 
     # -- history ------------------------------------------------------------------------------------------
@@ -416,15 +414,15 @@ class DirectoryStore(Store):
                 yield root, None
                 return
             noted = self._noted
-            if self._index.has_pending(ignoring=noted.done):
-                # Before anything reads the disk, a killed writer's committed changes are put in place, in a
-                # transaction of their own: this command failing must not bring back the rows of work done.
-                with self._index.transaction("finish an interrupted change") as conn:
-                    roll_forward(root, self._index, conn, _rename_noreplace)
             pending = Pending()
             self._local.pending = pending
             try:
                 with self._index.transaction("update the store") as conn:
+                    if self._index.has_pending(ignoring=noted.done, conn=conn):
+                        # Before anything reads the disk, a killed writer's committed changes are put in place,
+                        # committed on their own: this command failing must not bring back the rows of work done.
+                        roll_forward(root, self._index, conn, _rename_noreplace)
+                        self._index.commit_and_continue(conn, "finish an interrupted change")
                     self._record_noted(conn, noted)
                     yield root, conn
                     if pending.ops:  # committed with the versions they make visible
@@ -628,9 +626,10 @@ class DirectoryStore(Store):
         origin: Origin,
         op: Op | str,
         ts: float | None = None,
-        replaces: str | None = None,
+        replaces: FileData | None = None,
     ) -> Version:
-        """Write ``target``, which holds ``replaces`` (a SHA-256; None: no file) until the new content is in place."""
+        """Write ``target``, which holds ``replaces`` (None: no file; as the index has it, outside edits recorded
+        first) until the new content is in place."""
         sha = sha256_hex(content)
         if self._index is None or conn is None:
             with _fs.walk(root, target.parent, create=True) as parent:
@@ -646,10 +645,12 @@ class DirectoryStore(Store):
         if pending is not None:
             pending.undo.append(partial(self._discard, root, target, temp))
             pending.stamps.append(target)
+        size = None if replaces is None else len(replaces.content)
         version = self._index.record_write(
-            conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=None, ts=ts
+            conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=None, ts=ts, replaced=size
         )
-        self._will_apply(PendingOp(version.version, "install", target.key, sha, temp=temp, replaces=replaces))
+        old = None if replaces is None else replaces.sha256
+        self._will_apply(PendingOp(version.version, "install", target.key, sha, temp=temp, replaces=old))
         self._after_commit(partial(self._install, root, target, temp, pending))
         return version
 
