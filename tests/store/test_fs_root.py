@@ -66,3 +66,14 @@ def test_a_moved_directory_is_not_reached_by_its_old_path(tmp_path: Path) -> Non
         root = tmp_path / "store" / "memories"
         assert (root / "c" / "b" / "f.md").read_text() == "one\n"
         assert (root / "a" / "b" / "f.md").read_text() == "two\n"
+
+
+def test_temporary_names_are_unique_without_a_system_call_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = _fs._TempNames()
+    first = [names.next() for _ in range(3)]
+    assert len(set(first)) == 3 and all(n.startswith(f"{_fs.TEMP_PREFIX}{os.getpid()}-") for n in first)
+    monkeypatch.setattr(os, "getpid", lambda: 1 / 0)  # no call per name
+    assert names.next() not in first
+    monkeypatch.undo()
+    names._reset()  # what a forked child does: a new random part, so a name is never reused
+    assert names.next() not in first

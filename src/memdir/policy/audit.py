@@ -189,7 +189,7 @@ class AuditLog:
         self._buffer: list[AuditEntry] = []
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._timer_pid: int | None = None  # the process whose background thread runs (`_start_timer`)
+        self._timer = False  # whether the background thread runs (`_start_timer`)
         self._closed = False
         self._ready = False
         _LIVE.add(self)
@@ -203,7 +203,7 @@ class AuditLog:
             if not flush:
                 # The background thread writes the buffer out when it is full or old: the command that fills it
                 # does not wait for a transaction of 256 rows.
-                if self._timer_pid != os.getpid():  # none yet, or it ended, or it was the parent's before a fork
+                if not self._timer:  # none yet, or it ended
                     self._start_timer()
                 elif len(self._buffer) >= self.max_records or entry.ts - self._buffer[0].ts >= self.max_delay:
                     self._wake.notify()
@@ -290,9 +290,9 @@ class AuditLog:
 
     def _start_timer(self) -> None:
         """(Lock held.) A daemon thread that flushes the buffer when it is full or its oldest entry is older than
-        ``max_delay``; it ends when the buffer is empty, so an idle store costs no thread. ``_timer_pid`` says it
-        runs (in this process: a fork does not copy threads); only the thread clears it, under the lock."""
-        self._timer_pid = os.getpid()
+        ``max_delay``; it ends when the buffer is empty, so an idle store costs no thread. ``_timer`` says it runs;
+        only the thread clears it, under the lock (and a fork, which does not copy threads, in the child)."""
+        self._timer = True
         threading.Thread(target=self._run_timer, name="memdir-audit-flush", daemon=True).start()
 
     def _run_timer(self) -> None:
@@ -301,7 +301,7 @@ class AuditLog:
                 self.flush()
         except BaseException:
             with self._lock:
-                self._timer_pid = None
+                self._timer = False
             raise
 
     def _due(self) -> bool:
@@ -311,7 +311,7 @@ class AuditLog:
             while True:
                 # A closed store (its tool not closed) has nothing to write to.
                 if not self._buffer or self._closed or self._db.closed:
-                    self._timer_pid = None
+                    self._timer = False
                     return False
                 full = len(self._buffer) >= self.max_records
                 wait = 0.0 if full else self._buffer[0].ts + self.max_delay - time.time()
@@ -352,6 +352,15 @@ def audit_log(store: Store) -> AuditLog:
         if found is None:
             found = _LOGS[store] = AuditLog(store)
         return found
+
+
+def _after_fork_in_child() -> None:
+    for audit in list(_LIVE):  # their background threads stayed in the parent
+        audit._timer = False
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import secrets
 import shutil
@@ -337,10 +338,31 @@ def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, F
         os.close(fd)
 
 
+class _TempNames:
+    """Names for temporary files: the process id and a random part drawn once per process (again after a fork),
+    then a counter. No system call per name (``getpid`` and ``getrandom`` were two per write); a name left by a
+    killed process whose id comes back is still told apart by the random part, and ``O_EXCL`` refuses the rest."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._prefix = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}-"
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._count)}"
+
+
+_temp_names = _TempNames()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_temp_names._reset)
+
+
 def write_temp(directory: DirHandle, data: bytes, *, fsync: bool = True) -> str:
     """Write ``data`` to a new hidden temporary file in ``directory`` (``0600``, fsynced) and return its name.
     This is the step that needs space: on ENOSPC nothing is left behind."""
-    temp = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+    temp = _temp_names.next()
     try:
         fd = os.open(
             temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=directory.fd

@@ -463,7 +463,13 @@ class SqlIndex(SqlDatabase):
             raise translate(exc, "read the store") from exc
         if len(rows) >= limit:
             return True
-        return any(not any(first <= version <= last for first, last in ignoring) for (version,) in rows)
+        for (version,) in rows:  # plain loops: this runs before every write
+            for first, last in ignoring:
+                if first <= version <= last:
+                    break
+            else:
+                return True
+        return False
 
     def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """This namespace's pending operations, oldest first."""
