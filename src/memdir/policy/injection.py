@@ -399,13 +399,20 @@ _GATES = HintSearch(
 )
 
 
+# Each rule's gate as sets, tested in C: any of its single hints, or one of each group of a conjunction.
+_SINGLE = {rule: frozenset(h for h in gate if isinstance(h, str)) for rule, gate in _HINTS.items()}
+_BOTH = {
+    rule: [tuple(frozenset(group) for group in hint) for hint in gate if not isinstance(hint, str)]
+    for rule, gate in _HINTS.items()
+}
+
+
 def _may_match(rule: str, found: set[str], lower: str) -> bool:
     """Whether ``rule`` can match a text holding the hints ``found`` (`_GATES`; ``lower``: the text lower-cased)."""
-    for hint in _HINTS[rule]:  # plain loops: a generator per rule and note costs as much as the tests
-        if isinstance(hint, str):
-            if hint in found:
-                return True
-        elif all(not found.isdisjoint(group) for group in hint):
+    if not found.isdisjoint(_SINGLE[rule]):
+        return True
+    for groups in _BOTH[rule]:
+        if all(not found.isdisjoint(group) for group in groups):
             return True
     return rule == "addressed-to-ai" and "ai" in lower and _AI_WORD.search(lower) is not None
 

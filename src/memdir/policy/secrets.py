@@ -195,18 +195,19 @@ _LOWER_HINTS: dict[str, tuple[str, ...]] = {"aws-secret-key": ("aws", "secret")}
 # Looked for in the lower-cased text, all at once: a hint's lower-cased form there is necessary for the hint
 # itself to be in the text, which is then checked for the few rules that pass.
 _GATES = HintSearch([h.lower() for hints in (*_HINTS.values(), *_LOWER_HINTS.values()) for h in hints])
+_LOWERED = {rule: frozenset(h.lower() for h in hints) for rule, hints in (*_HINTS.items(), *_LOWER_HINTS.items())}
 
 
 def _may_match(rule: _Rule, text: str, found: set[str]) -> bool:
     """Whether ``rule`` can match ``text``, which holds the hints ``found`` (`_GATES`, in ``text`` lower-cased)."""
     if rule.name == "card-number":
         return sum(map(text.count, "0123456789")) >= 13  # ten counts in C: str.translate walks in Python
-    if rule.name in _LOWER_HINTS:
-        return not found.isdisjoint(_LOWER_HINTS[rule.name])
-    hints = _HINTS.get(rule.name)
-    if hints is None:
+    lowered = _LOWERED.get(rule.name)
+    if lowered is None:
         return True
-    return any(h.lower() in found for h in hints) and contains_any(text, hints)
+    if found.isdisjoint(lowered):  # one test in C for all of a rule's hints
+        return False
+    return rule.name in _LOWER_HINTS or contains_any(text, _HINTS[rule.name])
 
 
 def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, SecretMatch]]:
