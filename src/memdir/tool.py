@@ -168,7 +168,7 @@ class MemoryTool:
         return result
 
     def _run(self, command: Mapping[str, Any] | object) -> ToolResult:
-        raw_name = command.get("command") if isinstance(command, Mapping) else None
+        raw_name = command.get("command") if type(command) is dict or isinstance(command, Mapping) else None
         name = raw_name[:40] if isinstance(raw_name, str) else "?"
         try:
             return self._dispatch(command)
@@ -533,16 +533,16 @@ class _Args:
 
     @classmethod
     def of(cls, raw: Mapping[str, Any] | object) -> _Args:
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):  # the common case without an ABC check
             raise _Refusal("Error: The memory tool expects a JSON object with a `command` field.")
         command = raw.get("command")
+        if command in COMMANDS:
+            return cls(command, raw)
         choices = ", ".join(COMMANDS)
         if command is None:
             raise _Refusal(f"Error: Missing required parameter `command`. Use one of: {choices}.")
-        if command not in COMMANDS:
-            shown = command if isinstance(command, str) else json.dumps(command, default=str)
-            raise _Refusal(f"Error: Unknown command `{shown[:100]}`. Use one of: {choices}.")
-        return cls(command, raw)
+        shown = command if isinstance(command, str) else json.dumps(command, default=str)
+        raise _Refusal(f"Error: Unknown command `{shown[:100]}`. Use one of: {choices}.")
 
     @property
     def values(self) -> Mapping[str, Any]:

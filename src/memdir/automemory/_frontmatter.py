@@ -47,6 +47,8 @@ class Frontmatter:
 
 def read_frontmatter(text: str) -> Frontmatter | None:
     """The frontmatter of ``text``, or None when it has none (it does not open with a ``---`` line)."""
+    if not text.startswith("---"):
+        return None  # most files: no need to split them into lines to see that
     lines = text.split("\n")
     if lines[0].rstrip() != "---":
         return None
