@@ -23,6 +23,7 @@ from memdir import Origin, Store, Version, open_store
 from memdir.cli import cli
 from memdir.store._base import sha256_hex
 from memdir.store._fs import TEMP_PREFIX
+from memdir.store._sql import pending_by_namespace
 from memdir.store.directory import DirectoryStore
 from support.crash import killed_after_commit
 
@@ -94,8 +95,9 @@ def files(base: Path) -> dict[str, bytes]:
 
 
 def pending_rows(base: Path) -> int:
+    """Pending operations recorded in the index (in the namespace's row, or the table an earlier memdir used)."""
     with contextlib.closing(sqlite3.connect(base / ".memdir" / "index.db")) as conn:
-        return int(conn.execute("SELECT count(*) FROM pending").fetchone()[0])
+        return sum(len(ops) for ops in pending_by_namespace(conn).values())
 
 
 def kill_in_the_window(base: Path, action: str, meanwhile: Callable[[], object] = lambda: None) -> None:
@@ -200,6 +202,28 @@ def test_a_stale_row_never_puts_old_content_back(tmp_path: Path) -> None:
         assert outside_edits(store) == []
 
 
+def test_a_stale_operation_in_the_namespace_row_is_dropped_too(tmp_path: Path) -> None:
+    """Where changes record their pending operations now (the table above is what an earlier memdir used)."""
+    base = tmp_path / "store"
+    with open_store(str(base)) as store:
+        first = store.write("/memories/a.md", b"one\n", origin=USER, op="create")
+        store.write("/memories/a.md", b"two\n", origin=USER)
+    stale = TEMP_PREFIX + "4242-stale"
+    (base / "memories" / stale).write_bytes(b"one\n")
+    replaced = sha256_hex(b"two\n")
+    op = f"{first.version} install {stale} {replaced} -"  # the rest is in the version's row
+    with contextlib.closing(sqlite3.connect(base / ".memdir" / "index.db")) as conn, conn:
+        conn.execute(
+            "UPDATE namespaces SET pending = ?, pending_first = ?, pending_last = ? WHERE ns = 'default'",
+            (op, first.version, first.version),
+        )
+    assert pending_rows(base) == 1
+    with open_store(str(base)) as store:
+        assert tree(base) == {"a.md": b"two\n"}
+        assert pending_rows(base) == 0
+        assert outside_edits(store) == []
+
+
 # -- migrate-store into a directory destination --------------------------------------------------------------
 
 COPIER = r"""
@@ -288,27 +312,3 @@ def test_what_a_writer_noted_is_recorded_by_its_next_command_or_on_close(base: P
     with open_store(str(base)) as store:
         assert [v.actor for v in store.history("/memories/a.md")] == ["user", "user", "user"]  # no `external`
         assert store.read("/memories/a.md").content == b"two\n"
-
-
-def test_a_new_sidecar_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
-    """1 KiB pages for a sidecar made now (its rows are small: less write-ahead log per change); a sidecar made
-    with SQLite's default 4 KiB pages opens, reads and writes as it is."""
-    with open_store(str(tmp_path / "new")) as store:
-        store.write("/memories/a.md", b"one\n")
-    assert _page_size(tmp_path / "new" / ".memdir" / "index.db") == 1024
-
-    old = tmp_path / "old"
-    (old / ".memdir").mkdir(parents=True)
-    with contextlib.closing(sqlite3.connect(old / ".memdir" / "index.db")) as conn:
-        conn.execute("PRAGMA journal_mode = WAL")  # fixes the page size at the default
-    with open_store(str(old)) as store:
-        store.write("/memories/a.md", b"one\n")
-        store.write("/memories/a.md", b"two\n")
-        assert store.read("/memories/a.md").content == b"two\n"
-        assert len(store.history("/memories/a.md")) == 2
-    assert _page_size(old / ".memdir" / "index.db") == 4096
-
-
-def _page_size(db: Path) -> int:
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        return int(conn.execute("PRAGMA page_size").fetchone()[0])

@@ -111,10 +111,9 @@ class SqlDatabase:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, location: str | Path | None, *, read_only: bool = False, page_size: int | None = None) -> None:
+    def __init__(self, location: str | Path | None, *, read_only: bool = False) -> None:
         self.read_only = read_only
         self._location = location
-        self._page_size = page_size  # for a database this creates (`memdir.store._sql.connect`)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -147,8 +146,7 @@ class SqlDatabase:
         from ._sql import connect, translate  # the pragmas and error wording live with the store's schema
 
         try:
-            location = ":memory:" if self._location is None else self._location
-            conn = connect(location, read_only=self.read_only, page_size=self._page_size)
+            conn = connect(":memory:" if self._location is None else self._location, read_only=self.read_only)
         except sqlite3.Error as exc:
             raise translate(exc, "open the store") from exc
         with self._lock:

@@ -9,8 +9,10 @@ One schema, created and upgraded by named migrations (`memdir.store._migrations`
 - ``blobs``: the content of every version, by namespace and SHA-256 (deduplicated within a namespace, never
   shared across namespaces, so removing a tenant removes its bytes).
 - ``namespaces``: per-namespace counters (last version number, file count, bytes) kept in step with writes.
-- ``pending``: the directory store's file operations (rename into place, unlink) that make committed versions
-  visible, written with the versions and deleted once done (`memdir.store._visible`); unused by the SQLite store.
+- the directory store's *pending* file operations (rename into place, unlink) that make committed versions
+  visible: written with the versions, in the namespace's row (``namespaces.pending``), and replaced by the next
+  change once done (`memdir.store._visible`); unused by the SQLite store. The ``pending`` table held them before
+  (a row each, inserted and deleted by every change); rows an earlier memdir left there are still finished.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from ..errors import CorruptStoreError, StorageError, StorageFullError
 from ..paths import MemoryPath
@@ -136,17 +138,12 @@ def translate(exc: sqlite3.Error, doing: str) -> StorageError:
     return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
 
 
-def connect(
-    location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000, page_size: int | None = None
-) -> sqlite3.Connection:
-    """Open a connection configured for many readers, one writer at a time, across processes. ``page_size``
-    applies to a database created now (an existing one keeps its own)."""
+def connect(location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
+    """Open a connection configured for many readers, one writer at a time, across processes."""
     if read_only:
         return _connect_read_only(Path(location), busy_timeout_ms)
     conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    if page_size is not None:
-        conn.execute(f"PRAGMA page_size = {int(page_size)}")  # a no-op once the file has pages (or is in WAL mode)
     # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
     # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
     # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
@@ -192,6 +189,22 @@ def _check_schema_current(conn: sqlite3.Connection) -> None:
         raise StorageError("could not open the store: it is read-only and needs an upgrade (run memdir on it once)")
 
 
+@migrations("0004_pending_in_namespace_row")
+def _pending_in_namespace_row(schema: Schema) -> None:
+    # A change's pending operations go in the namespace's row, which the change updates anyway (its counters):
+    # a row inserted into `pending` and deleted by the next change cost two statements and a page of write-ahead
+    # log each (measured: ~6% of the memory tool's time on the directory store). ``pending`` is a JSON list of
+    # operations, ``pending_first``/``pending_last`` their versions' span (checked before every write without
+    # decoding the list). The table stays for what an earlier memdir left in it.
+    schema.script(
+        """
+        ALTER TABLE namespaces ADD COLUMN pending TEXT;
+        ALTER TABLE namespaces ADD COLUMN pending_first INTEGER;
+        ALTER TABLE namespaces ADD COLUMN pending_last INTEGER;
+        """
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class IndexRow:
     path: str
@@ -229,7 +242,57 @@ def pending_by_namespace(conn: sqlite3.Connection) -> dict[str, list[PendingOp]]
     found: dict[str, list[PendingOp]] = {}
     for namespace, *row in conn.execute(f"SELECT ns, {_PENDING_COLUMNS} FROM pending ORDER BY ns, version"):
         found.setdefault(str(namespace), []).append(PendingOp(*row))
-    return found
+    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(namespaces)")}
+    if "pending" in columns:  # an index from before 0004 has them in the table only
+        for namespace, text in conn.execute("SELECT ns, pending FROM namespaces WHERE pending IS NOT NULL"):
+            found.setdefault(str(namespace), []).extend(_decode_ops(conn, str(namespace), text))
+    return {ns: sorted(ops, key=lambda op: op.version) for ns, ops in found.items()}
+
+
+def _encode_ops(ops: Sequence[PendingOp]) -> str:
+    """What the versions rows of the same transaction do not hold: the temporary file, the content replaced and,
+    for an unlink (whose version records no content), the content removed. Kept short: the namespace's row must
+    stay small (a row longer than about a quarter of a page spills into a page of its own).
+
+    A line per operation, ``version kind temp replaces removed`` ('-' for none): none of these fields can hold
+    a space (numbers, our own temporary names, hexadecimal digests), and this runs in every change, where
+    `json.dumps` cost several times as much."""
+    return "\n".join(
+        f"{o.version} {o.op} {o.temp or '-'} {o.replaces or '-'} {(o.sha256 if o.op == 'unlink' else None) or '-'}"
+        for o in ops
+    )
+
+
+def _decode_ops(conn: sqlite3.Connection, namespace: str, text: object) -> list[PendingOp]:
+    """The operations `_encode_ops` wrote, completed from their versions (path, content, old path). One whose
+    version is gone (its history pruned) cannot be checked, so it is left out, as the roll-forward drops it."""
+    try:
+        items = [_fields(line) for line in str(text).split("\n")]
+    except ValueError as exc:
+        raise CorruptStoreError("the store's database is damaged (pending operations); run `memdir doctor`") from exc
+    ops: list[PendingOp] = []
+    for version, kind, temp, replaces, removed in items:
+        row = conn.execute(
+            "SELECT path, sha256, old_path FROM versions WHERE ns = ? AND version = ?", (namespace, version)
+        ).fetchone()
+        if row is None:
+            continue
+        path, sha, old = row
+        content = removed if kind == "unlink" else sha
+        if content is not None:
+            ops.append(PendingOp(version, kind, str(path), str(content), old, temp, replaces))
+    return ops
+
+
+def _fields(line: str) -> tuple[int, PendingKind, str | None, str | None, str | None]:
+    version, kind, temp, replaces, removed = line.split(" ")
+    if kind not in ("install", "unlink", "rename"):
+        raise ValueError(f"unknown pending operation {kind!r}")
+    return int(version), cast("PendingKind", kind), _or_none(temp), _or_none(replaces), _or_none(removed)
+
+
+def _or_none(field: str) -> str | None:
+    return None if field == "-" else field
 
 
 _VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
@@ -266,10 +329,8 @@ LOOK_UP = _LookUp()
 class SqlIndex(SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
-    def __init__(
-        self, location: str | Path, namespace: str, *, read_only: bool = False, page_size: int | None = None
-    ) -> None:
-        super().__init__(location, read_only=read_only, page_size=page_size)
+    def __init__(self, location: str | Path, namespace: str, *, read_only: bool = False) -> None:
+        super().__init__(location, read_only=read_only)
         self.namespace = namespace
         conn = self.conn
         try:
@@ -426,10 +487,14 @@ class SqlIndex(SqlDatabase):
 
     # -- pending file operations (the directory store) ------------------------------------------------------
 
-    def add_pending(self, conn: sqlite3.Connection, ops: list[PendingOp]) -> None:
-        conn.executemany(
-            f"INSERT INTO pending (ns, {_PENDING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(self.namespace, o.version, o.op, o.path, o.sha256, o.old_path, o.temp, o.replaces) for o in ops],
+    def set_pending(self, conn: sqlite3.Connection, ops: Sequence[PendingOp]) -> None:
+        """Make ``ops`` the namespace's pending operations, replacing those there (the caller's own, done: a writer
+        finds no other there, see `has_pending`). One UPDATE of the row the change's versions updated already."""
+        versions = [o.version for o in ops]
+        span = (min(versions), max(versions)) if versions else (None, None)
+        conn.execute(
+            "UPDATE namespaces SET pending = ?, pending_first = ?, pending_last = ? WHERE ns = ?",
+            (_encode_ops(ops) if ops else None, *span, self.namespace),
         )
 
     def lookup(self, key: str) -> IndexRow | None:
@@ -451,36 +516,46 @@ class SqlIndex(SqlDatabase):
 
     def has_pending(self, ignoring: Sequence[tuple[int, int]] = (), conn: sqlite3.Connection | None = None) -> bool:
         """Whether this namespace has pending operations other than those of the version ranges ``ignoring``
-        (one indexed lookup: in ``conn``'s transaction, or outside any)."""
-        limit = 64  # more rows than that: answer yes, and let the roll-forward sort them out
+        (one statement: in ``conn``'s transaction, or outside any)."""
         try:
-            rows = (
+            row = (
                 (conn or self.conn)
-                .execute("SELECT version FROM pending WHERE ns = ? LIMIT ?", (self.namespace, limit))
-                .fetchall()
+                .execute(
+                    "SELECT pending_first, pending_last, EXISTS (SELECT 1 FROM pending WHERE ns = ?) "
+                    "FROM namespaces WHERE ns = ?",
+                    (self.namespace, self.namespace),
+                )
+                .fetchone()
             )
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
-        if len(rows) >= limit:
-            return True
-        for (version,) in rows:  # plain loops: this runs before every write
-            for first, last in ignoring:
-                if first <= version <= last:
-                    break
-            else:
-                return True
-        return False
+        if row is None:
+            return False
+        first, last, in_table = row
+        if in_table:
+            return True  # left by an earlier memdir: the roll-forward sorts them out
+        if first is None:
+            return False
+        return not any(low <= first and last <= high for low, high in ignoring)  # all of them noted done
 
     def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """This namespace's pending operations, oldest first."""
         rows = conn.execute(
             f"SELECT {_PENDING_COLUMNS} FROM pending WHERE ns = ? ORDER BY version", (self.namespace,)
         ).fetchall()
-        return [PendingOp(*r) for r in rows]
+        ops = [PendingOp(*r) for r in rows]
+        (text,) = conn.execute("SELECT pending FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone() or (None,)
+        if text is not None:
+            ops += _decode_ops(conn, self.namespace, text)
+        return sorted(ops, key=lambda op: op.version)
 
     def clear_pending(self, conn: sqlite3.Connection, first: int = 0, last: int = 1 << 62) -> None:
         """Forget the operations of versions ``first``..``last`` (all of them by default): they are done."""
         conn.execute("DELETE FROM pending WHERE ns = ? AND version BETWEEN ? AND ?", (self.namespace, first, last))
+        (text,) = conn.execute("SELECT pending FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone() or (None,)
+        if text is not None:
+            kept = [op for op in _decode_ops(conn, self.namespace, text) if not first <= op.version <= last]
+            self.set_pending(conn, kept)
 
     def _bump(self, conn: sqlite3.Connection, *, files: int, size: int) -> int:
         row = conn.execute(

@@ -112,9 +112,6 @@ def namespace_root(base: Path, namespace: str) -> Path:
     return base / "memories" if namespace == DEFAULT_NAMESPACE else base / "namespaces" / namespace
 
 
-_INDEX_PAGE_SIZE = 1024
-
-
 class DirectoryStore(Store):
     """A namespace kept as plain files under a directory, with history in a hidden sidecar."""
 
@@ -156,11 +153,7 @@ class DirectoryStore(Store):
         if self.read_only:
             # Nothing can be recorded on a read-only disk: use the history that is there, if any.
             return SqlIndex(path, self.namespace, read_only=True) if path.is_file() else None
-        # Created 0600 if new, never opened by hand (see create_private). Pages of 1 KiB: a change rewrites a page
-        # of each of five b-trees (the file's row, its version, the versions' path index, the namespace's counters,
-        # the pending rename), each row a few dozen bytes, so 4 KiB pages put four times the bytes through the
-        # write-ahead log and its checkpoints (measured: 2-3% of the memory tool's time on the directory store).
-        return SqlIndex(path, self.namespace, page_size=_INDEX_PAGE_SIZE)
+        return SqlIndex(path, self.namespace)  # created 0600 if new, never opened by hand (see create_private)
 
     def _finish_interrupted(self) -> None:
         """Put in place the committed changes of a writer killed before it could (see `memdir.store._visible`).
@@ -423,10 +416,11 @@ class DirectoryStore(Store):
                         # committed on their own: this command failing must not bring back the rows of work done.
                         roll_forward(root, self._index, conn, _rename_noreplace)
                         self._index.commit_and_continue(conn, "finish an interrupted change")
-                    self._record_noted(conn, noted)
+                    self._record_noted(conn, noted, clear=False)
                     yield root, conn
-                    if pending.ops:  # committed with the versions they make visible
-                        self._index.add_pending(conn, pending.ops)
+                    # Committed with the versions they make visible, in place of those noted done (which is all
+                    # there can be: any other was finished above).
+                    self._index.set_pending(conn, pending.ops)
             except BaseException:
                 pending.roll_back()  # the index is unchanged: the visible files were never touched
                 raise
@@ -483,9 +477,11 @@ class DirectoryStore(Store):
             noted = _Noted(emptied=noted.emptied)
         self._noted = noted
 
-    def _record_noted(self, conn: sqlite3.Connection, noted: _Noted) -> None:
+    def _record_noted(self, conn: sqlite3.Connection, noted: _Noted, *, clear: bool = True) -> None:
+        """Record the stamps noted, and (``clear``) forget the pending operations noted done (a command's
+        transaction replaces them with its own instead)."""
         assert self._index is not None
-        for first, last in noted.done:
+        for first, last in noted.done if clear else ():
             self._index.clear_pending(conn, first, last)
         for key, (version, stamp) in noted.stamps.items():
             self._index.set_stamp(conn, key, stamp, version=version)
