@@ -498,7 +498,7 @@ class _DirectoryDoctor:
                     content, st = read_at(parent, path.name, path)
                 index.record_write(
                     conn, path.key, sha=sha256_hex(content), content=content, op="import",
-                    origin=_REBUILT, stamp=st.stamp, ts=st.mtime,
+                    origin=_REBUILT, stamp=st.stamp, ts=st.mtime, replaced=None,  # a new index: no file yet
                 )  # fmt: skip
             return len(found)
 

@@ -182,7 +182,31 @@ def test_a_temporary_file_removed_meanwhile_leaves_the_disk_as_it_is(base: Path)
         assert pending_rows(base) == 0
 
 
-def test_a_stale_row_never_puts_old_content_back(tmp_path: Path) -> None:
+TWO = b"two\n"
+
+
+def _plant_in_table(conn: sqlite3.Connection, version: int, stale: str) -> None:
+    """Where an earlier memdir recorded pending operations: a row each in table ``pending``."""
+    conn.execute(
+        "INSERT INTO pending (ns, version, op, path, sha256, temp, replaces) VALUES ('default', ?, 'install', "
+        "'a.md', ?, ?, ?)",
+        (version, sha256_hex(b"one\n"), stale, sha256_hex(TWO)),
+    )
+
+
+def _plant_in_namespace_row(conn: sqlite3.Connection, version: int, stale: str) -> None:
+    """Where changes record them now: the namespace's row (the rest of the operation is in the version's row)."""
+    op = f"{version} install {stale} {sha256_hex(TWO)} -"
+    conn.execute(
+        "UPDATE namespaces SET pending = ?, pending_first = ?, pending_last = ? WHERE ns = 'default'",
+        (op, version, version),
+    )
+
+
+@pytest.mark.parametrize("plant", [_plant_in_table, _plant_in_namespace_row], ids=["table", "namespace-row"])
+def test_a_stale_row_never_puts_old_content_back(
+    tmp_path: Path, plant: Callable[[sqlite3.Connection, int, str], None]
+) -> None:
     """A row whose version is no longer current (its clean-up lost, say) is dropped, its copy removed."""
     base = tmp_path / "store"
     with open_store(str(base)) as store:
@@ -191,32 +215,7 @@ def test_a_stale_row_never_puts_old_content_back(tmp_path: Path) -> None:
     stale = TEMP_PREFIX + "4242-stale"
     (base / "memories" / stale).write_bytes(b"one\n")
     with contextlib.closing(sqlite3.connect(base / ".memdir" / "index.db")) as conn, conn:
-        conn.execute(
-            "INSERT INTO pending (ns, version, op, path, sha256, temp, replaces) VALUES ('default', ?, 'install', "
-            "'a.md', ?, ?, ?)",
-            (first.version, sha256_hex(b"one\n"), stale, sha256_hex(b"two\n")),
-        )
-    with open_store(str(base)) as store:
-        assert tree(base) == {"a.md": b"two\n"}
-        assert pending_rows(base) == 0
-        assert outside_edits(store) == []
-
-
-def test_a_stale_operation_in_the_namespace_row_is_dropped_too(tmp_path: Path) -> None:
-    """Where changes record their pending operations now (the table above is what an earlier memdir used)."""
-    base = tmp_path / "store"
-    with open_store(str(base)) as store:
-        first = store.write("/memories/a.md", b"one\n", origin=USER, op="create")
-        store.write("/memories/a.md", b"two\n", origin=USER)
-    stale = TEMP_PREFIX + "4242-stale"
-    (base / "memories" / stale).write_bytes(b"one\n")
-    replaced = sha256_hex(b"two\n")
-    op = f"{first.version} install {stale} {replaced} -"  # the rest is in the version's row
-    with contextlib.closing(sqlite3.connect(base / ".memdir" / "index.db")) as conn, conn:
-        conn.execute(
-            "UPDATE namespaces SET pending = ?, pending_first = ?, pending_last = ? WHERE ns = 'default'",
-            (op, first.version, first.version),
-        )
+        plant(conn, first.version, stale)
     assert pending_rows(base) == 1
     with open_store(str(base)) as store:
         assert tree(base) == {"a.md": b"two\n"}

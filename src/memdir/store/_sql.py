@@ -319,13 +319,6 @@ def _range(key: str) -> tuple[str, str]:
     return (key + "/", key + "0") if key else ("", "\U0010ffff")
 
 
-class _LookUp:
-    """`SqlIndex.record_write` finds the row it replaces itself."""
-
-
-LOOK_UP = _LookUp()
-
-
 class SqlIndex(SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
@@ -419,10 +412,10 @@ class SqlIndex(SqlDatabase):
         stamp: str | None = None,
         old_key: str | None = None,
         ts: float | None = None,
-        replaced: int | _LookUp | None = LOOK_UP,
+        replaced: int | None,
     ) -> Version:
         """Record ``key``'s new content (stored as a blob when given) as the next version. ``replaced``: the size
-        of the content it replaces (None for a new file), when the caller has just read ``key``'s row."""
+        of the content it replaces (None: no file), from the row every caller has just read to check the write."""
         now = time.time() if ts is None else ts
         if content is not None:
             conn.execute(
@@ -436,9 +429,6 @@ class SqlIndex(SqlDatabase):
                     "SELECT length(content) FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)
                 ).fetchone()[0]
             )
-        if isinstance(replaced, _LookUp):
-            before = self.get(conn, key)
-            replaced = None if before is None else before.size
         version = self._bump(conn, files=0 if replaced is not None else 1, size=size - (replaced or 0))
         conn.execute(
             "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
@@ -543,19 +533,19 @@ class SqlIndex(SqlDatabase):
         rows = conn.execute(
             f"SELECT {_PENDING_COLUMNS} FROM pending WHERE ns = ? ORDER BY version", (self.namespace,)
         ).fetchall()
-        ops = [PendingOp(*r) for r in rows]
-        (text,) = conn.execute("SELECT pending FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone() or (None,)
-        if text is not None:
-            ops += _decode_ops(conn, self.namespace, text)
-        return sorted(ops, key=lambda op: op.version)
+        return sorted([PendingOp(*r) for r in rows] + self._row_ops(conn), key=lambda op: op.version)
 
     def clear_pending(self, conn: sqlite3.Connection, first: int = 0, last: int = 1 << 62) -> None:
         """Forget the operations of versions ``first``..``last`` (all of them by default): they are done."""
         conn.execute("DELETE FROM pending WHERE ns = ? AND version BETWEEN ? AND ?", (self.namespace, first, last))
+        everything = first <= 0 and last >= 1 << 62  # no need to read what is all dropped
+        kept = [] if everything else [op for op in self._row_ops(conn) if not first <= op.version <= last]
+        self.set_pending(conn, kept)
+
+    def _row_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
+        """The pending operations kept in the namespace's row."""
         (text,) = conn.execute("SELECT pending FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone() or (None,)
-        if text is not None:
-            kept = [op for op in _decode_ops(conn, self.namespace, text) if not first <= op.version <= last]
-            self.set_pending(conn, kept)
+        return [] if text is None else _decode_ops(conn, self.namespace, text)
 
     def _bump(self, conn: sqlite3.Connection, *, files: int, size: int) -> int:
         row = conn.execute(

@@ -594,6 +594,7 @@ class DirectoryStore(Store):
             op="create" if row is None else "write",
             origin=_External,
             stamp=st.stamp,
+            replaced=None if row is None else row.size,
         )
         return FileData(target, content, version.version, sha, st.mtime)
 

@@ -135,8 +135,9 @@ class SQLiteStore(Store):
         with self._index.transaction("write a file") as conn:
             row = self._writable(conn, target)
             check_expect(target, None if row is None else row.version, expect)
+            replaced = None if row is None else row.size
             return self._index.record_write(
-                conn, target.key, sha=sha256_hex(content), content=content, op=op, origin=origin
+                conn, target.key, sha=sha256_hex(content), content=content, op=op, origin=origin, replaced=replaced
             )
 
     def update(
@@ -156,7 +157,9 @@ class SQLiteStore(Store):
             if content is None:
                 raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
             new = change(FileData(target, content, row.version, row.sha256, row.modified))
-            return self._index.record_write(conn, target.key, sha=sha256_hex(new), content=new, op=op, origin=origin)
+            return self._index.record_write(
+                conn, target.key, sha=sha256_hex(new), content=new, op=op, origin=origin, replaced=row.size
+            )
 
     def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
         target = as_path(path)
@@ -203,7 +206,7 @@ class SQLiteStore(Store):
                 return self._index.record_move(conn, row, version.path.key, origin=origin, ts=version.timestamp)
             if content is None:
                 raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
-            self._writable(conn, version.path)
+            row = self._writable(conn, version.path)
             return self._index.record_write(
                 conn,
                 version.path.key,
@@ -212,6 +215,7 @@ class SQLiteStore(Store):
                 op=version.op,
                 origin=origin,
                 ts=version.timestamp,
+                replaced=None if row is None else row.size,
             )
 
     # -- history ------------------------------------------------------------------------------------------
