@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from memdir import scan
 from memdir.policy import injection
+from memdir.policy._hints import SPACES
 from memdir.policy.injection import find_injections
 from memdir.policy.pipeline import _context
 
@@ -141,7 +143,7 @@ def test_an_edit_is_read_with_three_lines_of_context_on_each_side(region: tuple[
 
 
 def _all_hints() -> set[str]:
-    hints = {"ai", " ai"}
+    hints = {"ai", " ai", "\u3000ai", "\nai", "\x1cai"}
     for gate in injection._HINTS.values():
         for hint in gate:
             hints.update([hint] if isinstance(hint, str) else [h for group in hint for h in group])
@@ -183,5 +185,12 @@ def test_the_one_pass_gates_agree_with_looking_for_each_hint(text: str) -> None:
     for rule, gate in injection._HINTS.items():
         expected = any(
             h in lower if isinstance(h, str) else all(any(g in lower for g in group) for group in h) for h in gate
-        ) or (rule == "addressed-to-ai" and injection._AI_WORD.search(lower) is not None)
-        assert injection._may_match(rule, found, lower) == expected, rule
+        )
+        assert injection._may_match(rule, found) == expected, rule
+    if re.search(r"\sai", lower):  # "ai" after any white space, as the rule's expression reads it
+        assert injection._may_match("addressed-to-ai", found)
+
+
+def test_the_white_space_hints_cover_what_backslash_s_matches() -> None:
+    assert set(SPACES) == {c for c in map(chr, range(sys.maxunicode + 1)) if re.match(r"\s", c)}
+    assert len(SPACES) == len(set(SPACES))

@@ -123,6 +123,27 @@ def test_several_secrets_in_one_text_do_not_overlap() -> None:
 _SECRET_HINTS = sorted({h for hints in (*secrets._HINTS.values(), *secrets._LOWER_HINTS.values()) for h in hints})
 
 
+_CARD_RULE = next(rule for rule in secrets.SECRET_RULES if rule.name == "card-number")
+
+
+@given(
+    st.lists(st.sampled_from(["4111", "5500", "3", "0", "12", " ", "-", ".", "_", "x", "\n", "\u0663", "\u00a0"])).map(
+        "".join
+    )
+)
+@settings(max_examples=3000, deadline=None)
+def test_the_card_gate_never_skips_text_the_card_expression_matches(text: str) -> None:
+    if _CARD_RULE.pattern.search(text):
+        assert secrets._may_be_card(text)
+
+
+def test_the_card_gate_skips_digits_that_form_no_run() -> None:
+    notes = "".join(f"- note {i}: call back on the {i + 1}th\n" for i in range(16))  # 40-odd digits, short runs
+    assert not secrets._may_be_card(notes)
+    assert secrets._may_be_card(notes + "paid with 4111 1111 1111 1111\n")
+    assert [m.rule for m in secrets.find_secrets(notes + "paid with 4111 1111 1111 1111\n")] == ["card-number"]
+
+
 @given(st.lists(st.sampled_from(_SECRET_HINTS) | st.text(max_size=6), max_size=8).map("".join).map(
     lambda t: t.swapcase() if len(t) % 3 == 0 else t  # the hints in the wrong case, too
 ))  # fmt: skip

@@ -16,7 +16,15 @@ from ahocorasick_rs import AhoCorasick, Implementation
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["HintSearch"]
+__all__ = ["SPACES", "HintSearch"]
+
+# What `\s` matches in a `str` pattern (`str.isspace`): for hints standing for "white space, then a string", which
+# an expression such as `\sai` needs (tests/policy/test_hints.py checks the list against every code point).
+SPACES = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 class HintSearch:

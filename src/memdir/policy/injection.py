@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._hints import HintSearch
+from ._hints import SPACES, HintSearch
 
 __all__ = ["InjectionMatch", "find_injections"]
 
@@ -366,11 +366,13 @@ _HINTS: dict[str, _Gate] = {
     "persona-switch": (
         "you are now", "you are no longer", "act as ", (("mode",), ("enter", "enable", "activate", "switch to")),
     ),
-    # "ai" only as a word after white space (`_AI_WORD`): as a bare substring it is in "email", "again", "detail".
-    # "you" only after the words the expression puts before it (a bare "you" is in most notes).
+    # "ai" only after white space (every "ai" the expression matches follows \s+ or a literal space): as a bare
+    # substring it is in "email", "again", "detail". "you" only after the words the expression puts before it (a
+    # bare "you" is in most notes).
     "addressed-to-ai": (
         "assistant", "model", "llm", "chatbot", "agent", "claude", "gpt",
         "when you", "while you", "if you", "before you", "after you",
+        *(space + "ai" for space in SPACES),
     ),
     "conceal-from-user": ("user", "human", "owner", "operator"),
     "response-steering": (
@@ -387,8 +389,6 @@ _HINTS: dict[str, _Gate] = {
     "hostile-code": ("code", "python", "shell", "bash"),
     "hidden-markup": ("<!--", "style"),
 }  # fmt: skip
-
-_AI_WORD = re.compile(r"\sai")  # every "ai" the addressed-to-ai rule matches follows \s+ or a literal space
 
 # What `_asks_assistant` needs besides a task verb or a "?": the literal parts of `_ASKS` (lower-cased).
 _ASK_LITERALS = frozenset({"you to", "you are a", "imagin", "pretend", "suppose", "let's", "let us"})
@@ -407,14 +407,11 @@ _BOTH = {
 }
 
 
-def _may_match(rule: str, found: set[str], lower: str) -> bool:
-    """Whether ``rule`` can match a text holding the hints ``found`` (`_GATES`; ``lower``: the text lower-cased)."""
+def _may_match(rule: str, found: set[str]) -> bool:
+    """Whether ``rule`` can match a text holding the hints ``found`` (`_GATES`, in the text lower-cased)."""
     if not found.isdisjoint(_SINGLE[rule]):
         return True
-    for groups in _BOTH[rule]:
-        if all(not found.isdisjoint(group) for group in groups):
-            return True
-    return rule == "addressed-to-ai" and "ai" in lower and _AI_WORD.search(lower) is not None
+    return any(all(not found.isdisjoint(group) for group in groups) for groups in _BOTH[rule])
 
 
 # What may stand between a sentence's start and its first word, for `_body` and `str.split` (ASCII): white space,
@@ -460,16 +457,16 @@ def _skip_back(lower: str, i: int) -> int:
     return i
 
 
-def _explicit(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
+def _explicit(text: str, hinted: set[str]) -> list[InjectionMatch]:
     return [
         InjectionMatch(rule, m.start(), m.end(), detail)
         for rule, detail, pattern in _EXPLICIT
-        if _may_match(rule, hinted, lower)
+        if _may_match(rule, hinted)
         for m in pattern.finditer(text)
     ]
 
 
-def _hidden(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
+def _hidden(text: str, hinted: set[str]) -> list[InjectionMatch]:
     found = (
         []
         if text.isascii()  # every invisible character is outside ASCII
@@ -479,7 +476,7 @@ def _hidden(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
             for m in pattern.finditer(text)
         ]
     )
-    if not _may_match("hidden-markup", hinted, lower):
+    if not _may_match("hidden-markup", hinted):
         return found
     for m in _HIDDEN_MARKUP.finditer(text):
         hidden = m.group("comment") or m.group("inner") or ""
@@ -488,15 +485,15 @@ def _hidden(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
     return found
 
 
-def _steering(text: str, hinted: set[str], lower: str) -> list[InjectionMatch]:
+def _steering(text: str, hinted: set[str]) -> list[InjectionMatch]:
     found: list[InjectionMatch] = []
-    if _may_match("response-steering", hinted, lower):
+    if _may_match("response-steering", hinted):
         detail = "tells the assistant how to shape its answers"
         found += [InjectionMatch("response-steering", m.start(), m.end(), detail) for m in _STEERING.finditer(text)]
-    if _may_match("exfiltration", hinted, lower):
+    if _may_match("exfiltration", hinted):
         detail = "asks to send data to an outside address"
         found += [InjectionMatch("exfiltration", m.start(), m.end(), detail) for m in _EXFIL_TEXT.finditer(text)]
-    return found + (_hostile_code(text) if _may_match("hostile-code", hinted, lower) else [])
+    return found + (_hostile_code(text) if _may_match("hostile-code", hinted) else [])
 
 
 # Rules a request typed *to* an assistant also matches ("Begin your response with a summary"). They count only
@@ -509,7 +506,7 @@ def find_injections(text: str) -> list[InjectionMatch]:
     lower = text.lower()
     hits = _GATES.occurrences(lower)
     hinted = {hint for hint, _, _ in hits}
-    found = _explicit(text, hinted, lower) + _hidden(text, hinted, lower) + _steering(text, hinted, lower)
+    found = _explicit(text, hinted) + _hidden(text, hinted) + _steering(text, hinted)
     # The sentence reading matters only where a sentence may ask something (else none is a foreign directive,
     # and no prompt-shaped match has a request elsewhere to belong to).
     read = _DATA_MARKERS.search(text) or any(m.rule in _PROMPT_SHAPED for m in found)

@@ -198,10 +198,25 @@ _GATES = HintSearch([h.lower() for hints in (*_HINTS.values(), *_LOWER_HINTS.val
 _LOWERED = {rule: frozenset(h.lower() for h in hints) for rule, hints in (*_HINTS.items(), *_LOWER_HINTS.items())}
 
 
+# A card number's digits in ASCII text, mapped to one class each ('d' a digit, 's' a separator the expression
+# allows, 'x' the rest), so that a bytes search for the expression's core finds the run or proves there is none:
+# `re` looks for `\d` in a str a character at a time, five times slower than the mapping and a literal search.
+_CARD_CLASSES = bytes(
+    ord("d") if chr(b).isdigit() and b < 128 else ord("s") if chr(b) in " -" else ord("x") for b in range(256)
+)
+_CARD_RUN = re.compile(rb"d(?:s?d){12}")  # `\d(?:[ \-]?\d){12}`: what every card-number match starts with
+
+
+def _may_be_card(text: str) -> bool:
+    if not text.isascii():  # `\d` matches other scripts' digits too: let the expression decide
+        return True
+    return _CARD_RUN.search(text.encode("ascii").translate(_CARD_CLASSES)) is not None
+
+
 def _may_match(rule: _Rule, text: str, found: set[str]) -> bool:
     """Whether ``rule`` can match ``text``, which holds the hints ``found`` (`_GATES`, in ``text`` lower-cased)."""
     if rule.name == "card-number":
-        return sum(map(text.count, "0123456789")) >= 13  # ten counts in C: str.translate walks in Python
+        return _may_be_card(text)
     lowered = _LOWERED.get(rule.name)
     if lowered is None:
         return True
