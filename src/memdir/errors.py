@@ -9,6 +9,7 @@ MemdirError
 ├── NotADirectoryError_    a path goes *through* a file (``/memories/a.md/b.md``)
 ├── ConflictError          a version precondition failed (someone else wrote first)
 ├── LimitError             a size or count limit would be exceeded; nothing was written
+│   ├── QuotaError         a write would take the namespace over its file or byte quota
 │   └── RateLimitError     a memdir server asks the client to slow down (``retry_after`` seconds)
 ├── EncodingError          bytes that are not UTF-8 where text is required
 ├── HistoryUnavailableError  the store keeps no history (a plain directory store)
@@ -60,6 +61,7 @@ __all__ = [
     "PathError",
     "PolicyError",
     "ProviderError",
+    "QuotaError",
     "RateLimitError",
     "SessionError",
     "StorageError",
@@ -135,6 +137,18 @@ class ConflictError(MemdirError):
 
 class LimitError(MemdirError):
     """A configured limit would be exceeded. Nothing was written."""
+
+
+class QuotaError(LimitError):
+    """A write would take the namespace over its quota (`memdir.store.Quota`); nothing was written.
+
+    ``held_files`` and ``held_bytes`` are what the namespace held when the write was refused, ``added_files``
+    and ``added_bytes`` what the write would have added."""
+
+    def __init__(self, message: str, *, held_files: int, held_bytes: int, added_files: int, added_bytes: int) -> None:
+        super().__init__(message)
+        self.held_files, self.held_bytes = held_files, held_bytes
+        self.added_files, self.added_bytes = added_files, added_bytes
 
 
 class RateLimitError(LimitError):

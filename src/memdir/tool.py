@@ -29,13 +29,14 @@ from .errors import (
     NotAFileError,
     NotFoundError,
     PathError,
+    QuotaError,
     StorageError,
     StorageUnavailableError,
 )
 from .paths import MemoryPath, parse
 from .policy.guard import Guard, Held, Refused, audited, current, note
 from .policy.limits import Limits
-from .store._base import ANY, MISSING, Entry, FileData, Origin, Stat, Store, Usage
+from .store._base import ANY, MISSING, Entry, FileData, Origin, Quota, Stat, Store, Usage
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -320,14 +321,18 @@ class MemoryTool:
             return exists
         screened = self._screen(path, file_text)
         content = self._encode_within_limit(screened.text, "file_text")
+        quota = self._store_quota()
         try:
-            self._check_namespace(1, len(content))
+            if quota is None or screened.outcome == "quarantine":
+                self._check_namespace(1, len(content))
             expect = ANY if self.create_overwrites else MISSING
             before = self.store.stat(target) if self.create_overwrites or screened.outcome == "quarantine" else None
             if screened.outcome == "quarantine":
                 return self._hold_create(path, screened, before)
             op: Op = "write" if self.create_overwrites and before else "create"
-            version = self.store.write(target, content, expect=expect, origin=self.origin, op=op)
+            version = self.store.write(target, content, expect=expect, origin=self.origin, op=op, quota=quota)
+        except QuotaError as exc:
+            raise self._over_quota(exc) from None
         except (AlreadyExistsError, NotAFileError):
             return exists
         except NotADirectoryError_ as exc:
@@ -448,10 +453,12 @@ class MemoryTool:
     def _edit(self, target: MemoryPath, path: str, change: _Change, op: Op, missing: str) -> Screened:
         """Apply ``change`` (old text -> new text and the changed region) atomically, after the write policy
         and the limits: nothing is written when either refuses (`Held` propagates for a quarantined edit). The
-        namespace's usage is read first: a store reads nothing else inside its write lock."""
+        namespace's size is checked by the store in the edit's own transaction where it can (`_store_quota`);
+        else its usage is read first: a store reads nothing else inside its write lock."""
         if target.is_root:
             raise _Refusal(missing)
-        usage = self.store.usage() if self.limits.max_total_bytes is not None else None
+        quota = self._store_quota()
+        usage = self.store.usage() if quota is None and self.limits.max_total_bytes is not None else None
         result: list[Screened] = []
 
         def apply(before: FileData) -> bytes:
@@ -466,7 +473,9 @@ class MemoryTool:
             return content
 
         try:
-            current().version = self.store.update(target, apply, origin=self.origin, op=op).version
+            current().version = self.store.update(target, apply, origin=self.origin, op=op, quota=quota).version
+        except QuotaError as exc:
+            raise self._over_quota(exc) from None
         except (NotFoundError, NotAFileError, NotADirectoryError_):
             raise _Refusal(missing) from None
         except PathError as exc:
@@ -490,6 +499,14 @@ class MemoryTool:
             )
         return content
 
+    def _store_quota(self) -> Quota | None:
+        """The namespace limits, for a store that checks them in the write's own transaction: exact however many
+        writers race, and no read of the usage before each write. None: the tool checks them itself."""
+        max_files, max_bytes = self.limits.max_files, self.limits.max_total_bytes
+        if not self.store.checks_quota or (max_files is None and max_bytes is None):
+            return None
+        return Quota(max_files, max_bytes)
+
     def _check_namespace(self, added_files: int, added_bytes: int, usage: Usage | None = None) -> None:
         max_files, max_bytes = self.limits.max_files, self.limits.max_total_bytes
         if (max_files is None or added_files <= 0) and (max_bytes is None or added_bytes <= 0):
@@ -505,6 +522,14 @@ class MemoryTool:
                 f"Error: The memory directory would hold {human_size(usage.bytes + added_bytes)}, over the limit "
                 f"of {human_size(max_bytes)}. Nothing was written; delete or shorten files you no longer need."
             )
+
+    def _over_quota(self, exc: QuotaError) -> _Refusal:
+        """The store's refusal in the tool's words (those of the check the tool makes itself)."""
+        try:
+            self._check_namespace(exc.added_files, exc.added_bytes, Usage(exc.held_files, exc.held_bytes))
+        except _Refusal as refusal:
+            return refusal
+        return _Refusal(f"Error: {exc}. Nothing was written.")  # only if the limits changed during the write
 
 
 def _auto_memory(store: Store, option: bool | AutoMemoryConfig | None, limits: Limits) -> AutoMemory | None:

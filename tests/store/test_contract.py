@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -12,13 +13,17 @@ from memdir import (
     MISSING,
     AlreadyExistsError,
     ConflictError,
+    DirectoryStore,
     FileData,
     NotADirectoryError_,
     NotAFileError,
     NotFoundError,
     Origin,
     PathError,
+    Quota,
+    QuotaError,
     Store,
+    Usage,
 )
 
 MODEL = Origin(actor="model", session="s-1")
@@ -196,6 +201,33 @@ def test_update_applies_a_change_atomically_and_records_the_op(store: Store) -> 
     assert version.op == "insert"
 
 
+def test_a_write_over_the_quota_fails_and_changes_nothing(store: Store) -> None:
+    quota = Quota(max_files=2, max_bytes=100)
+    store.write("/memories/a.md", b"a" * 60, quota=quota)
+    log = list(store.log())
+    with pytest.raises(QuotaError) as refused:
+        store.write("/memories/b.md", b"b" * 41, quota=quota)
+    held = (refused.value.held_files, refused.value.held_bytes, refused.value.added_files, refused.value.added_bytes)
+    assert held == (1, 60, 1, 41)
+    assert str(refused.value) == "the namespace would hold 101 bytes, over the limit of 100"
+    assert store.stat("/memories/b.md") is None
+    assert list(store.log()) == log
+    assert store.usage() == Usage(1, 60)
+    store.write("/memories/b.md", b"b" * 40, quota=quota)  # exactly at both limits
+    with pytest.raises(QuotaError, match="would hold 3 files, over the limit of 2"):
+        store.write("/memories/c.md", b"", quota=quota)
+    with pytest.raises(QuotaError):
+        store.update("/memories/b.md", lambda cur: cur.content + b"+", quota=quota)
+    assert store.read("/memories/b.md").content == b"b" * 40
+    # Only growth is refused: replacing a file adds none, and shrinking passes a full namespace.
+    store.write("/memories/a.md", b"a" * 59, quota=quota)
+    store.update("/memories/b.md", lambda cur: cur.content + b"+", quota=quota)
+    assert store.usage() == Usage(2, 100)
+    with pytest.raises(QuotaError):
+        store.update("/memories/a.md", lambda cur: cur.content + b"+", quota=quota)
+    assert store.read("/memories/a.md").content == b"a" * 59
+
+
 def test_update_writes_nothing_when_the_change_fails(store: Store) -> None:
     store.write("/memories/n.md", b"same")
 
@@ -340,3 +372,16 @@ def test_list_files_reports_versions_and_hashes(store: Store) -> None:
     assert store.read_blob(hashlib.sha256(b"22").hexdigest()) == b"22"
     with pytest.raises(NotFoundError):
         store.read_blob(hashlib.sha256(b"never stored").hexdigest())
+
+
+def test_a_directory_store_without_history_checks_the_quota_before_writing(tmp_path: Path) -> None:
+    # No index holds its counters: the check uses the walk `usage` caches, so it cannot be exact under races,
+    # and the store says so (the memory tool then checks the limits itself).
+    with DirectoryStore(tmp_path, history=False) as store:
+        assert not store.checks_quota
+        store.write("/memories/a.md", b"a" * 60, quota=Quota(max_bytes=100))
+        with pytest.raises(QuotaError, match="would hold 101 bytes"):
+            store.write("/memories/b.md", b"b" * 41, quota=Quota(max_bytes=100))
+        assert [e.path.virtual for e in store.list_files()] == ["/memories/a.md"]
+        store.write("/memories/a.md", b"a" * 100, quota=Quota(max_files=1, max_bytes=100))  # a replacement
+        assert store.read("/memories/a.md").content == b"a" * 100

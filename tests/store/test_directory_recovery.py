@@ -311,3 +311,27 @@ def test_what_a_writer_noted_is_recorded_by_its_next_command_or_on_close(base: P
     with open_store(str(base)) as store:
         assert [v.actor for v in store.history("/memories/a.md")] == ["user", "user", "user"]  # no `external`
         assert store.read("/memories/a.md").content == b"two\n"
+
+
+def test_a_new_sidecar_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    """1 KiB pages for a sidecar made now (its rows are small: less write-ahead log per change); a sidecar made
+    with SQLite's default 4 KiB pages opens, reads and writes as it is."""
+    with open_store(str(tmp_path / "new")) as store:
+        store.write("/memories/a.md", b"one\n")
+    assert _page_size(tmp_path / "new" / ".memdir" / "index.db") == 1024
+
+    old = tmp_path / "old"
+    (old / ".memdir").mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(old / ".memdir" / "index.db")) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")  # fixes the page size at the default
+    with open_store(str(old)) as store:
+        store.write("/memories/a.md", b"one\n")
+        store.write("/memories/a.md", b"two\n")
+        assert store.read("/memories/a.md").content == b"two\n"
+        assert len(store.history("/memories/a.md")) == 2
+    assert _page_size(old / ".memdir" / "index.db") == 4096
+
+
+def _page_size(db: Path) -> int:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute("PRAGMA page_size").fetchone()[0])

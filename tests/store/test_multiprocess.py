@@ -184,3 +184,48 @@ def test_a_writer_killed_mid_write_never_leaves_a_torn_file(tmp_path: Path, kind
         store.close()
     assert last >= 1, "the writer never got going; the kills tested nothing"
     assert integrity(kind, tmp_path) == "ok"
+
+
+CREATOR = r"""
+import json, os, sys, time
+from memdir import MemoryTool, open_store
+
+url, wid, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+store = open_store(url)
+tool = MemoryTool(store, max_files=20, max_total_bytes=None, actor=f"worker-{wid}")
+while not os.path.exists(go):
+    time.sleep(0.001)
+texts = [
+    tool.execute({"command": "create", "path": f"/memories/w{wid}/f{i}.md", "file_text": "x\n"}).text
+    for i in range(10)
+]
+store.close()
+print(json.dumps(texts))
+"""
+
+
+@pytest.mark.parametrize("kind", ["directory", "sqlite"])
+def test_racing_creators_never_take_the_namespace_over_its_file_limit(tmp_path: Path, kind: str) -> None:
+    # The store checks the limit in each write's own transaction: a check made before the write lock would let
+    # several creators see 19 files at once and all write a 20th.
+    url = url_for(kind, tmp_path)
+    script = tmp_path / "creator.py"
+    script.write_text(CREATOR)
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen([sys.executable, str(script), url, str(w), str(go)], stdout=subprocess.PIPE, text=True)
+        for w in range(6)
+    ]
+    go.touch()
+    texts = [text for p in procs for text in json.loads(p.communicate(timeout=120)[0])]
+    assert [p.returncode for p in procs] == [0] * 6
+    created = [t for t in texts if t.startswith("File created successfully at: ")]
+    refused = [t for t in texts if t != "" and t not in created]
+    assert len(created) == 20
+    assert set(refused) == {
+        "Error: The memory directory already holds 20 files, the limit is 20 files. Nothing was written; "
+        "delete or merge files you no longer need."
+    }
+    assert len(refused) == 40
+    with open_store(url) as store:
+        assert store.usage().files == len(store.list_files()) == 20

@@ -27,6 +27,7 @@ from ..errors import (
     HistoryUnavailableError,
     NotFoundError,
     PathError,
+    QuotaError,
 )
 from ..paths import MemoryPath, parse
 from ._db import SqlDatabase
@@ -49,6 +50,7 @@ __all__ = [
     "Op",
     "Origin",
     "PathLike",
+    "Quota",
     "Stat",
     "Store",
     "Usage",
@@ -153,6 +155,33 @@ class Usage:
     bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """How many files and bytes a write may take its namespace to (None: no limit). Only growth is refused: a
+    write that adds no file, or no bytes, passes that limit however full the namespace already is."""
+
+    max_files: int | None = None
+    max_bytes: int | None = None
+
+    def check(self, before: Usage, added_files: int, added_bytes: int) -> None:
+        """`QuotaError` when adding ``added_files`` and ``added_bytes`` to ``before`` goes over a limit."""
+        over_files = self.max_files is not None and added_files > 0 and before.files + added_files > self.max_files
+        over_bytes = self.max_bytes is not None and added_bytes > 0 and before.bytes + added_bytes > self.max_bytes
+        if over_files or over_bytes:
+            what = (
+                f"{before.files + added_files:,} files, over the limit of {self.max_files:,}"
+                if over_files
+                else f"{before.bytes + added_bytes:,} bytes, over the limit of {self.max_bytes:,}"
+            )
+            raise QuotaError(
+                f"the namespace would hold {what}",
+                held_files=before.files,
+                held_bytes=before.bytes,
+                added_files=added_files,
+                added_bytes=added_bytes,
+            )
+
+
 @dataclass(slots=True)
 class _Retry:
     """Backoff for optimistic read-modify-write loops under contention."""
@@ -197,6 +226,10 @@ class Store(ABC):
     """
 
     namespace: str = DEFAULT_NAMESPACE
+    checks_quota: bool = False
+    """Whether `write` and `update` check their ``quota`` in the change's own transaction, against the usage
+    that transaction sees (exact however many writers race). Otherwise ``quota`` is checked against `usage`
+    read just before, which a concurrent writer can overtake: a caller may as well check it itself."""
 
     # -- reading ------------------------------------------------------------------------------------------
 
@@ -230,12 +263,14 @@ class Store(ABC):
         expect: Expect = ANY,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         """Store ``content`` at ``path``, creating parent directories, if the precondition holds.
 
         ``expect=MISSING`` fails with `AlreadyExistsError` when anything is there; an ``int`` fails with
         `ConflictError` unless the file is at that version. A path under a file fails with
-        `NotADirectoryError_`; a directory at ``path`` with `NotAFileError`.
+        `NotADirectoryError_`; a directory at ``path`` with `NotAFileError`. With ``quota``, a write that would
+        take the namespace over it fails with `QuotaError` (see `checks_quota`).
         """
 
     @abstractmethod
@@ -254,19 +289,20 @@ class Store(ABC):
         *,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         """Read-modify-write as one atomic step: ``change`` maps the current file to its new content.
 
         No update is lost when several writers race: this default re-reads and re-applies ``change`` when
         another writer got in first. Backends with a lock override it to apply ``change`` under the lock.
-        Exceptions from ``change`` propagate and nothing is written.
+        Exceptions from ``change`` propagate and nothing is written. ``quota`` as for `write`.
         """
         target = as_path(path)
         retry = _Retry()
         while True:
             current = self.read(target)
             try:
-                return self.write(target, change(current), expect=current.version, origin=origin, op=op)
+                return self.write(target, change(current), expect=current.version, origin=origin, op=op, quota=quota)
             except ConflictError:
                 if not retry.wait():
                     raise

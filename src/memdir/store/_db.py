@@ -106,14 +106,18 @@ def create_private(path: Path) -> bool:
     return True
 
 
+_CLOSE_WAIT = 60.0  # seconds `close` waits for other threads' transactions (twice the busy timeout)
+
+
 class SqlDatabase:
     """Connections to one SQLite database; ``location=None`` is a private in-memory database."""
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, location: str | Path | None, *, read_only: bool = False) -> None:
+    def __init__(self, location: str | Path | None, *, read_only: bool = False, page_size: int | None = None) -> None:
         self.read_only = read_only
         self._location = location
+        self._page_size = page_size  # for a database this creates (`memdir.store._sql.connect`)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -122,6 +126,11 @@ class SqlDatabase:
         self._serial = threading.RLock() if location is None else None
         self._ensured: set[str] = set()
         self._closed = False
+        # Transactions running (`_in_transaction`), and each thread's own: `close` waits for the other threads'.
+        self._running = 0
+        self._mine = threading.local()
+        self._quiet = threading.Condition(self._lock)
+        self._closing = False  # no new transaction starts meanwhile: a busy thread cannot starve `close`
         if location is not None and not read_only:
             self.read_only = not create_private(Path(location))
 
@@ -146,7 +155,8 @@ class SqlDatabase:
         from ._sql import connect, translate  # the pragmas and error wording live with the store's schema
 
         try:
-            conn = connect(":memory:" if self._location is None else self._location, read_only=self.read_only)
+            location = ":memory:" if self._location is None else self._location
+            conn = connect(location, read_only=self.read_only, page_size=self._page_size)
         except sqlite3.Error as exc:
             raise translate(exc, "open the store") from exc
         with self._lock:
@@ -155,12 +165,23 @@ class SqlDatabase:
         return conn
 
     def close(self) -> None:
+        """Close every thread's connection, once the transactions other threads are running have ended: closing a
+        connection under a running statement crashes the interpreter (a tool's audit log flushes on a thread of
+        its own, and a store may be closed before the tool)."""
         with self._lock:
-            for conn in self._all:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-            self._all.clear()
-            self._closed = True
+            mine = getattr(self._mine, "depth", 0)
+            self._closing = True
+            try:
+                if not self._quiet.wait_for(lambda: self._running == mine, timeout=_CLOSE_WAIT):
+                    raise StorageError("could not close the store: another thread is still using it")
+                for conn in self._all:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.close()
+                self._all.clear()
+                self._closed = True
+            finally:
+                self._closing = False
+                self._quiet.notify_all()
         self._local = threading.local()
         self._shared = None
 
@@ -170,9 +191,9 @@ class SqlDatabase:
             return
         from ._sql import translate
 
-        with self._exclusive():
+        with self._exclusive(), self._using() as conn:
             try:
-                migrations.apply(self.conn)
+                migrations.apply(conn)
             except sqlite3.Error as exc:
                 raise translate(exc, "prepare the store") from exc
         self._ensured.add(migrations.name)
@@ -204,20 +225,37 @@ class SqlDatabase:
     def _in_transaction(self, begin: str, doing: str, *, commit: bool) -> Iterator[sqlite3.Connection]:
         from ._sql import translate
 
-        conn = self.conn
-        try:
-            conn.execute(begin)
-        except sqlite3.Error as exc:
-            raise translate(exc, doing) from exc
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK" if commit else "COMMIT")
-            if isinstance(exc, sqlite3.Error):
+        with self._using() as conn:
+            try:
+                conn.execute(begin)
+            except sqlite3.Error as exc:
                 raise translate(exc, doing) from exc
-            raise
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK" if commit else "COMMIT")
+                if isinstance(exc, sqlite3.Error):
+                    raise translate(exc, doing) from exc
+                raise
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, counted in use until the block ends (`close` waits for other threads')."""
+        depth = getattr(self._mine, "depth", 0)
+        with self._lock:  # counted before the connection is taken: `close` cannot come in between
+            if self._closing and not depth:
+                self._quiet.wait_for(lambda: not self._closing)
+            self._running += 1
+        self._mine.depth = depth + 1
+        try:
+            yield self.conn
+        finally:
+            self._mine.depth -= 1
+            with self._lock:
+                self._running -= 1
+                self._quiet.notify_all()
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:

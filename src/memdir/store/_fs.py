@@ -302,7 +302,9 @@ def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, F
     """Read a regular file. A symlink is an escape; a directory is `NotAFileError`; anything else that is not
     a regular file (a FIFO, a socket, a device) is `NotFoundError`, as it is in listings."""
     before = lstat_at(directory, name)
-    if before is not None and not (stat.S_ISREG(before.st_mode) or stat.S_ISDIR(before.st_mode)):
+    if before is None:  # as if the open below had come first: a file made since is read by the next look
+        raise NotFoundError(f"{path.virtual} does not exist")
+    if not (stat.S_ISREG(before.st_mode) or stat.S_ISDIR(before.st_mode)):
         if stat.S_ISLNK(before.st_mode):
             raise PathError(path.virtual, "escape")
         # Checked before open(): opening a device node can have side effects, and a socket cannot be opened

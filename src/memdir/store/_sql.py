@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from ..errors import CorruptStoreError, StorageError, StorageFullError
 from ..paths import MemoryPath
-from ._base import Origin, Usage, Version, prunable_versions
+from ._base import Origin, Quota, Usage, Version, prunable_versions
 from ._db import SqlDatabase
 from ._migrations import Migrations, Schema
 
@@ -138,12 +138,17 @@ def translate(exc: sqlite3.Error, doing: str) -> StorageError:
     return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
 
 
-def connect(location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
-    """Open a connection configured for many readers, one writer at a time, across processes."""
+def connect(
+    location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000, page_size: int | None = None
+) -> sqlite3.Connection:
+    """Open a connection configured for many readers, one writer at a time, across processes. ``page_size``
+    applies to a database created now (an existing one keeps its own)."""
     if read_only:
         return _connect_read_only(Path(location), busy_timeout_ms)
     conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if page_size is not None:
+        conn.execute(f"PRAGMA page_size = {int(page_size)}")  # a no-op once the file has pages (or is in WAL mode)
     # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
     # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
     # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
@@ -322,8 +327,10 @@ def _range(key: str) -> tuple[str, str]:
 class SqlIndex(SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
-    def __init__(self, location: str | Path, namespace: str, *, read_only: bool = False) -> None:
-        super().__init__(location, read_only=read_only)
+    def __init__(
+        self, location: str | Path, namespace: str, *, read_only: bool = False, page_size: int | None = None
+    ) -> None:
+        super().__init__(location, read_only=read_only, page_size=page_size)
         self.namespace = namespace
         conn = self.conn
         try:
@@ -413,9 +420,11 @@ class SqlIndex(SqlDatabase):
         old_key: str | None = None,
         ts: float | None = None,
         replaced: int | None,
+        quota: Quota | None = None,
     ) -> Version:
         """Record ``key``'s new content (stored as a blob when given) as the next version. ``replaced``: the size
-        of the content it replaces (None: no file), from the row every caller has just read to check the write."""
+        of the content it replaces (None: no file), from the row every caller has just read to check the write.
+        `QuotaError` when the write would take the namespace over ``quota`` (the caller's rollback undoes it)."""
         now = time.time() if ts is None else ts
         if content is not None:
             conn.execute(
@@ -429,7 +438,7 @@ class SqlIndex(SqlDatabase):
                     "SELECT length(content) FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)
                 ).fetchone()[0]
             )
-        version = self._bump(conn, files=0 if replaced is not None else 1, size=size - (replaced or 0))
+        version = self._bump(conn, files=0 if replaced is not None else 1, size=size - (replaced or 0), quota=quota)
         conn.execute(
             "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -547,12 +556,16 @@ class SqlIndex(SqlDatabase):
         (text,) = conn.execute("SELECT pending FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone() or (None,)
         return [] if text is None else _decode_ops(conn, self.namespace, text)
 
-    def _bump(self, conn: sqlite3.Connection, *, files: int, size: int) -> int:
+    def _bump(self, conn: sqlite3.Connection, *, files: int, size: int, quota: Quota | None = None) -> int:
         row = conn.execute(
             "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ? "
-            "WHERE ns = ? RETURNING last_version",
+            "WHERE ns = ? RETURNING last_version, files, bytes",
             (files, size, self.namespace),
         ).fetchone()
+        if quota is not None:
+            # The counters this write transaction holds: exact however many writers race (a check before the
+            # write lock lets two of them pass together), and no statement of its own.
+            quota.check(Usage(int(row[1]) - files, int(row[2]) - size), files, size)
         return int(row[0])
 
     def _log(

@@ -61,6 +61,7 @@ from ._base import (
     Op,
     Origin,
     PathLike,
+    Quota,
     Stat,
     Store,
     Usage,
@@ -112,6 +113,9 @@ def namespace_root(base: Path, namespace: str) -> Path:
     return base / "memories" if namespace == DEFAULT_NAMESPACE else base / "namespaces" / namespace
 
 
+_INDEX_PAGE_SIZE = 1024
+
+
 class DirectoryStore(Store):
     """A namespace kept as plain files under a directory, with history in a hidden sidecar."""
 
@@ -148,12 +152,19 @@ class DirectoryStore(Store):
             self.index_path = self.base / SIDECAR / INDEX_NAME if history is True else Path(history).expanduser()
             self._index = self._open_index(self.index_path)
             self._finish_interrupted()
+        # Exact with an index (its counters, in the write's transaction); without one, against the cached walk.
+        self.checks_quota = self._index is not None
 
     def _open_index(self, path: Path) -> SqlIndex | None:
         if self.read_only:
             # Nothing can be recorded on a read-only disk: use the history that is there, if any.
             return SqlIndex(path, self.namespace, read_only=True) if path.is_file() else None
-        return SqlIndex(path, self.namespace)  # created 0600 if new, never opened by hand (see create_private)
+        # Created 0600 if new, never opened by hand (see create_private). Pages of 1 KiB: a change rewrites a page
+        # of each of four b-trees (the file's row, its version, the versions' path index, the namespace's row with
+        # its counters and pending operations), each row a few dozen bytes, so 4 KiB pages put four times the bytes
+        # through the write-ahead log and its checkpoints (measured: commits 219 -> 160 us per benchmark sequence,
+        # about 2% of the memory tool's time on the directory store).
+        return SqlIndex(path, self.namespace, page_size=_INDEX_PAGE_SIZE)
 
     def _finish_interrupted(self) -> None:
         """Put in place the committed changes of a writer killed before it could (see `memdir.store._visible`).
@@ -265,6 +276,7 @@ class DirectoryStore(Store):
         expect: Expect = ANY,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         target = as_path(path)
         if target.is_root:
@@ -272,7 +284,7 @@ class DirectoryStore(Store):
         with self._locked() as (root, conn):
             current = self._current(root, conn, target)
             check_expect(target, None if current is None else current.version, expect)
-            return self._put(root, conn, target, content, origin=origin, op=op, replaces=current)
+            return self._put(root, conn, target, content, origin=origin, op=op, replaces=current, quota=quota)
 
     def update(
         self,
@@ -281,6 +293,7 @@ class DirectoryStore(Store):
         *,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         # Read, change and write under the writer lock: no other memdir writer can come in between.
         target = as_path(path)
@@ -288,7 +301,7 @@ class DirectoryStore(Store):
             raise NotAFileError("/memories is a directory")
         with self._locked() as (root, conn):
             current = self._observe(root, conn, target)
-            return self._put(root, conn, target, change(current), origin=origin, op=op, replaces=current)
+            return self._put(root, conn, target, change(current), origin=origin, op=op, replaces=current, quota=quota)
 
     def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
         target = as_path(path)
@@ -624,11 +637,15 @@ class DirectoryStore(Store):
         op: Op | str,
         ts: float | None = None,
         replaces: FileData | None = None,
+        quota: Quota | None = None,
     ) -> Version:
         """Write ``target``, which holds ``replaces`` (None: no file; as the index has it, outside edits recorded
         first) until the new content is in place."""
         sha = sha256_hex(content)
+        size = None if replaces is None else len(replaces.content)
         if self._index is None or conn is None:
+            if quota is not None:
+                quota.check(self.usage(), 0 if size is not None else 1, len(content) - (size or 0))
             with _fs.walk(root, target.parent, create=True) as parent:
                 st = _fs.atomic_write(parent, target.name, content, fsync=self._fsync)
             usage, taken = self._usage_cache
@@ -642,9 +659,17 @@ class DirectoryStore(Store):
         if pending is not None:
             pending.undo.append(partial(self._discard, root, target, temp))
             pending.stamps.append(target)
-        size = None if replaces is None else len(replaces.content)
         version = self._index.record_write(
-            conn, target.key, sha=sha, content=content, op=op, origin=origin, stamp=None, ts=ts, replaced=size
+            conn,
+            target.key,
+            sha=sha,
+            content=content,
+            op=op,
+            origin=origin,
+            stamp=None,
+            ts=ts,
+            replaced=size,
+            quota=quota,
         )
         old = None if replaces is None else replaces.sha256
         self._will_apply(PendingOp(version.version, "install", target.key, sha, temp=temp, replaces=old))

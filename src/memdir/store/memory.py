@@ -24,6 +24,7 @@ from ._base import (
     Op,
     Origin,
     PathLike,
+    Quota,
     Stat,
     Store,
     Usage,
@@ -69,6 +70,8 @@ _SHARED_LOCK = threading.Lock()
 
 
 class MemoryStore(Store):
+    checks_quota = True  # under the state's lock, with the write
+
     def __init__(self, *, namespace: str = DEFAULT_NAMESPACE, name: str | None = None) -> None:
         self.namespace = check_namespace(namespace)
         self._name = name
@@ -132,12 +135,13 @@ class MemoryStore(Store):
         expect: Expect = ANY,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         target = as_path(path)
         with self._s.lock:
             row = self._writable(target)
             check_expect(target, None if row is None else row.version, expect)
-            return self._put(target, content, origin, op)
+            return self._put(target, content, origin, op, quota=quota)
 
     def update(
         self,
@@ -146,10 +150,11 @@ class MemoryStore(Store):
         *,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         target = as_path(path)
         with self._s.lock:
-            return self._put(target, change(self.read(target)), origin, op)
+            return self._put(target, change(self.read(target)), origin, op, quota=quota)
 
     def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
         target = as_path(path)
@@ -276,11 +281,26 @@ class MemoryStore(Store):
             if not self._s.dirs[directory]:
                 del self._s.dirs[directory]
 
-    def _put(self, target: MemoryPath, content: bytes, origin: Origin, op: str, ts: float | None = None) -> Version:
+    def _put(
+        self,
+        target: MemoryPath,
+        content: bytes,
+        origin: Origin,
+        op: str,
+        ts: float | None = None,
+        *,
+        quota: Quota | None = None,
+    ) -> Version:
         now = time.time() if ts is None else ts
         sha = sha256_hex(content)
-        self._s.blobs.setdefault(sha, content)
         before = self._s.files.get(target.key)
+        if quota is not None:
+            quota.check(
+                Usage(len(self._s.files), self._s.bytes),
+                0 if before else 1,
+                len(content) - (before.size if before else 0),
+            )
+        self._s.blobs.setdefault(sha, content)
         if before is None:
             self._count(target.key, +1)
         self._s.bytes += len(content) - (before.size if before else 0)

@@ -46,6 +46,7 @@ from ._base import (
     Op,
     Origin,
     PathLike,
+    Quota,
     Stat,
     Store,
     Usage,
@@ -161,6 +162,7 @@ class _Row:
 
 _FILE_COLUMNS = "path, version, sha256, size, modified"
 _VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
+_EMPTY = Usage(0, 0)
 
 
 def _file(row: Sequence[Any]) -> _Row:
@@ -220,6 +222,7 @@ class _Changes:
     conn: PgConnection
     ns: str
     last: int = 0
+    usage: Usage = _EMPTY  # the namespace's counters when the lock was taken
     added_files: int = 0
     added_bytes: int = 0
     blobs: dict[str, bytes] = field(default_factory=dict)
@@ -230,12 +233,13 @@ class _Changes:
     @classmethod
     def begin(cls, conn: PgConnection, ns: str) -> _Changes:
         # The lock every writer of the namespace takes first (see the module docstring).
-        row = conn.execute("SELECT last_version FROM memdir_namespaces WHERE ns = ? FOR UPDATE", (ns,)).fetchone()
+        lock = "SELECT last_version, files, bytes FROM memdir_namespaces WHERE ns = ? FOR UPDATE"
+        row = conn.execute(lock, (ns,)).fetchone()
         if row is None:  # opened read-only before the namespace had a row, or its row was removed by hand
             conn.execute("INSERT INTO memdir_namespaces (ns) VALUES (?) ON CONFLICT DO NOTHING", (ns,))
-            row = conn.execute("SELECT last_version FROM memdir_namespaces WHERE ns = ? FOR UPDATE", (ns,)).fetchone()
+            row = conn.execute(lock, (ns,)).fetchone()
         assert row is not None
-        return cls(conn, ns, last=int(row[0]))
+        return cls(conn, ns, last=int(row[0]), usage=Usage(int(row[1]), int(row[2])))
 
     def write(
         self,
@@ -246,11 +250,16 @@ class _Changes:
         op: str,
         origin: Origin,
         ts: float | None = None,
+        quota: Quota | None = None,
     ) -> Version:
+        files, size = 0 if before else 1, len(content) - (before.size if before else 0)
+        if quota is not None:  # against the counters read under the namespace's lock: exact
+            now = self.usage
+            quota.check(Usage(now.files + self.added_files, now.bytes + self.added_bytes), files, size)
         sha = sha256_hex(content)
         self.blobs[sha] = content
-        self.added_files += 0 if before else 1
-        self.added_bytes += len(content) - (before.size if before else 0)
+        self.added_files += files
+        self.added_bytes += size
         return self._record(key, op, origin, ts, sha, len(content), None)
 
     def delete(self, row: _Row, *, origin: Origin, op: str = "delete", ts: float | None = None) -> Version:
@@ -307,6 +316,8 @@ class _Changes:
 class PostgresStore(Store):
     """A namespace in a PostgreSQL database. ``url``: ``postgresql://user:password@host:port/dbname`` with libpq's
     parameters and memdir's own (``pool_min``, ``pool_max``, ``pool_timeout``, ``retries``) in the query."""
+
+    checks_quota = True  # against the counters read under the namespace's row lock
 
     def __init__(self, url: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         self.namespace = check_namespace(namespace)
@@ -419,6 +430,7 @@ class PostgresStore(Store):
         expect: Expect = ANY,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         target = as_path(path)
 
@@ -426,7 +438,7 @@ class PostgresStore(Store):
             changes = _Changes.begin(conn, self.namespace)
             before = self._writable(conn, target)
             check_expect(target, None if before is None else before.version, expect)
-            version = changes.write(target.key, content, before, op=op, origin=origin)
+            version = changes.write(target.key, content, before, op=op, origin=origin, quota=quota)
             changes.flush()
             return version
 
@@ -439,6 +451,7 @@ class PostgresStore(Store):
         *,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         # Read, change and write under the namespace's lock, in one transaction: no other writer, on this server
         # or another, can slip in between, so nothing is lost (a deadlock retry runs ``change`` again on what is
@@ -449,7 +462,7 @@ class PostgresStore(Store):
             changes = _Changes.begin(conn, self.namespace)
             current = self._fetch(conn, target)
             before = _Row(target.key, current.version, current.sha256, len(current.content), current.modified)
-            version = changes.write(target.key, change(current), before, op=op, origin=origin)
+            version = changes.write(target.key, change(current), before, op=op, origin=origin, quota=quota)
             changes.flush()
             return version
 

@@ -51,7 +51,22 @@ from ..server._wire import (
     version_from_json,
     version_to_json,
 )
-from ._base import ANY, MISSING, Entry, Expect, FileData, Op, Origin, PathLike, Stat, Store, Usage, Version, as_path
+from ._base import (
+    ANY,
+    MISSING,
+    Entry,
+    Expect,
+    FileData,
+    Op,
+    Origin,
+    PathLike,
+    Quota,
+    Stat,
+    Store,
+    Usage,
+    Version,
+    as_path,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -153,7 +168,12 @@ class RemoteStore(Store):
         expect: Expect = ANY,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
+        if quota is not None:  # before the request, from what the server says now (`checks_quota` is False)
+            before = self.stat(path)
+            size = before.size if before is not None and before.kind == "file" else None
+            quota.check(self.usage(), 0 if size is not None else 1, len(content) - (size or 0))
         headers = _origin_headers(origin)
         if expect is MISSING:
             headers["If-None-Match"] = "*"

@@ -28,6 +28,7 @@ from ._base import (
     Op,
     Origin,
     PathLike,
+    Quota,
     Stat,
     Store,
     Usage,
@@ -52,6 +53,8 @@ __all__ = ["SQLiteStore"]
 
 class SQLiteStore(Store):
     """A namespace in a SQLite database file (created ``0600`` in a ``0700`` directory if new)."""
+
+    checks_quota = True  # by the counters of each write's own transaction
 
     def __init__(
         self, path: str | os.PathLike[str], *, namespace: str = DEFAULT_NAMESPACE, read_only: bool = False
@@ -130,6 +133,7 @@ class SQLiteStore(Store):
         expect: Expect = ANY,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         target = as_path(path)
         with self._index.transaction("write a file") as conn:
@@ -137,7 +141,14 @@ class SQLiteStore(Store):
             check_expect(target, None if row is None else row.version, expect)
             replaced = None if row is None else row.size
             return self._index.record_write(
-                conn, target.key, sha=sha256_hex(content), content=content, op=op, origin=origin, replaced=replaced
+                conn,
+                target.key,
+                sha=sha256_hex(content),
+                content=content,
+                op=op,
+                origin=origin,
+                replaced=replaced,
+                quota=quota,
             )
 
     def update(
@@ -147,6 +158,7 @@ class SQLiteStore(Store):
         *,
         origin: Origin = Origin(),
         op: Op = "write",
+        quota: Quota | None = None,
     ) -> Version:
         # The read, the change and the write share one IMMEDIATE transaction: no other writer, in this
         # process or another, can slip in between, so nothing needs retrying.
@@ -158,7 +170,7 @@ class SQLiteStore(Store):
                 raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
             new = change(FileData(target, content, row.version, row.sha256, row.modified))
             return self._index.record_write(
-                conn, target.key, sha=sha256_hex(new), content=new, op=op, origin=origin, replaced=row.size
+                conn, target.key, sha=sha256_hex(new), content=new, op=op, origin=origin, replaced=row.size, quota=quota
             )
 
     def delete(self, path: PathLike, *, origin: Origin = Origin()) -> list[Version]:
