@@ -187,6 +187,7 @@ def test_the_one_pass_gates_agree_with_looking_for_each_hint(text: str) -> None:
             h in lower if isinstance(h, str) else all(any(g in lower for g in group) for group in h) for h in gate
         )
         assert injection._may_match(rule, found) == expected, rule
+    assert injection._enabled(found) == {rule for rule in injection._HINTS if injection._may_match(rule, found)}
     if re.search(r"\sai", lower):  # "ai" after any white space, as the rule's expression reads it
         assert injection._may_match("addressed-to-ai", found)
 

@@ -414,6 +414,24 @@ def _may_match(rule: str, found: set[str]) -> bool:
     return any(all(not found.isdisjoint(group) for group in groups) for groups in _BOTH[rule])
 
 
+# `_may_match` for every rule at once: the rules each hint lets through by itself, then the few with conjunctions.
+_BY_HINT = {
+    hint: {rule for rule, hints in _SINGLE.items() if hint in hints} for hint in frozenset().union(*_SINGLE.values())
+}
+_CONJOINED = tuple(rule for rule, groups in _BOTH.items() if groups)
+
+
+def _enabled(found: set[str]) -> set[str]:
+    """The rules whose gate passes on a text holding the hints ``found``: {r for r in rules if _may_match(r, found)}."""
+    enabled: set[str] = set()
+    for hint in found:
+        rules = _BY_HINT.get(hint)
+        if rules is not None:
+            enabled |= rules
+    enabled.update(rule for rule in _CONJOINED if rule not in enabled and _may_match(rule, found))
+    return enabled
+
+
 # What may stand between a sentence's start and its first word, for `_body` and `str.split` (ASCII): white space,
 # the list markers `_body` strips, and what `_is_request` strips off the word. A sentence starts after `_UNIT_END`.
 _BEFORE_WORD = frozenset(" \t\r\x0b\x0c\x1c\x1d\x1e\x1f-*>#0123456789)\"',:;")
@@ -457,16 +475,16 @@ def _skip_back(lower: str, i: int) -> int:
     return i
 
 
-def _explicit(text: str, hinted: set[str]) -> list[InjectionMatch]:
+def _explicit(text: str, enabled: set[str]) -> list[InjectionMatch]:
     return [
         InjectionMatch(rule, m.start(), m.end(), detail)
         for rule, detail, pattern in _EXPLICIT
-        if _may_match(rule, hinted)
+        if rule in enabled
         for m in pattern.finditer(text)
     ]
 
 
-def _hidden(text: str, hinted: set[str]) -> list[InjectionMatch]:
+def _hidden(text: str, enabled: set[str]) -> list[InjectionMatch]:
     found = (
         []
         if text.isascii()  # every invisible character is outside ASCII
@@ -476,7 +494,7 @@ def _hidden(text: str, hinted: set[str]) -> list[InjectionMatch]:
             for m in pattern.finditer(text)
         ]
     )
-    if not _may_match("hidden-markup", hinted):
+    if "hidden-markup" not in enabled:
         return found
     for m in _HIDDEN_MARKUP.finditer(text):
         hidden = m.group("comment") or m.group("inner") or ""
@@ -485,15 +503,15 @@ def _hidden(text: str, hinted: set[str]) -> list[InjectionMatch]:
     return found
 
 
-def _steering(text: str, hinted: set[str]) -> list[InjectionMatch]:
+def _steering(text: str, enabled: set[str]) -> list[InjectionMatch]:
     found: list[InjectionMatch] = []
-    if _may_match("response-steering", hinted):
+    if "response-steering" in enabled:
         detail = "tells the assistant how to shape its answers"
         found += [InjectionMatch("response-steering", m.start(), m.end(), detail) for m in _STEERING.finditer(text)]
-    if _may_match("exfiltration", hinted):
+    if "exfiltration" in enabled:
         detail = "asks to send data to an outside address"
         found += [InjectionMatch("exfiltration", m.start(), m.end(), detail) for m in _EXFIL_TEXT.finditer(text)]
-    return found + (_hostile_code(text) if _may_match("hostile-code", hinted) else [])
+    return found + (_hostile_code(text) if "hostile-code" in enabled else [])
 
 
 # Rules a request typed *to* an assistant also matches ("Begin your response with a summary"). They count only
@@ -505,8 +523,8 @@ def find_injections(text: str) -> list[InjectionMatch]:
     """Every span of ``text`` that looks like an injected instruction, in order (overlaps merged per rule)."""
     lower = text.lower()
     hits = _GATES.occurrences(lower)
-    hinted = {hint for hint, _, _ in hits}
-    found = _explicit(text, hinted) + _hidden(text, hinted) + _steering(text, hinted)
+    enabled = _enabled({hint for hint, _, _ in hits})
+    found = _explicit(text, enabled) + _hidden(text, enabled) + _steering(text, enabled)
     # The sentence reading matters only where a sentence may ask something (else none is a foreign directive,
     # and no prompt-shaped match has a request elsewhere to belong to).
     read = _DATA_MARKERS.search(text) or any(m.rule in _PROMPT_SHAPED for m in found)

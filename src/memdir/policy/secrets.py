@@ -225,11 +225,29 @@ def _may_match(rule: _Rule, text: str, found: set[str]) -> bool:
     return rule.name in _LOWER_HINTS or contains_any(text, _HINTS[rule.name])
 
 
+# The rules (by order) that a hint found in the lower-cased text may let through; the rest are tried on every text:
+# the multi-line ones (their hints are looked for in the whole text) and those gated otherwise (card numbers).
+_BY_HINT = {
+    hint: frozenset(o for o, r in enumerate(SECRET_RULES) if not r.multiline and hint in _LOWERED.get(r.name, ()))
+    for hint in frozenset().union(*_LOWERED.values())
+}
+_TRIED = frozenset(o for o, r in enumerate(SECRET_RULES) if r.multiline or r.name not in _LOWERED)
+
+
+def _candidates(found: set[str]) -> list[int]:
+    """The rules to check `_may_match` for, in order: every other rule's hints are absent."""
+    orders = set(_TRIED)
+    for hint in found:
+        orders |= _BY_HINT[hint]
+    return sorted(orders)
+
+
 def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, SecretMatch]]:
     lo, hi = lines if lines is not None else (0, len(text))
     part = text[lo:hi]
     found = _GATES.found(part.lower())
-    for order, rule in enumerate(SECRET_RULES):
+    for order in _candidates(found):
+        rule = SECRET_RULES[order]
         if rule.multiline:  # read in the whole text, its hints looked for directly
             hints = _HINTS.get(rule.name)
             scope, offset, gate = text, 0, hints is None or contains_any(text, hints)
