@@ -335,3 +335,37 @@ def test_a_new_sidecar_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Pa
 def _page_size(db: Path) -> int:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         return int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+
+def counters(base: Path) -> tuple[int, int, int, int, int]:
+    """The namespace row's counters, and what the tables say they should be."""
+    with contextlib.closing(sqlite3.connect(base / ".memdir" / "index.db")) as conn:
+        row = conn.execute(
+            "SELECT n.last_version, n.files, n.bytes, (SELECT max(version) FROM versions), "
+            "(SELECT coalesce(sum(size), 0) FROM files) FROM namespaces n WHERE n.ns = 'default'"
+        ).fetchone()
+    last, files, size, highest, total = (int(x) for x in row)
+    return last, files, size, highest, total
+
+
+def test_a_change_counts_in_memory_and_a_failed_one_counts_nothing(base: Path) -> None:
+    # A change numbers and counts its versions in memory and writes the namespace's row once at its end; one
+    # that fails after counting (here: an outside edit recorded, then the edit refused) leaves the row as it was.
+    with DirectoryStore(base) as store:
+        store.write("/memories/a.md", b"one\n")
+        store.write("/memories/d/b.md", b"two\n")
+        store.delete("/memories/d")  # a change of one version per file below
+        (base / "memories" / "a.md").write_bytes(b"edited by hand\n")
+        before = counters(base)
+
+        def refuse(_: object) -> bytes:
+            raise ValueError("no")
+
+        with pytest.raises(ValueError):
+            store.update("/memories/a.md", refuse)
+        assert counters(base) == before
+        store.write("/memories/c.md", b"three\n")
+        versions = [v.version for v in store.log()]
+    assert versions == list(range(1, len(versions) + 1))
+    last, files, size, highest, total = counters(base)
+    assert (last, files, size) == (highest, 2, total) == (versions[-1], 2, len(b"edited by hand\n") + 6)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -324,6 +325,25 @@ def _range(key: str) -> tuple[str, str]:
     return (key + "/", key + "0") if key else ("", "\U0010ffff")
 
 
+def _other_pending(first: int | None, last: int | None, in_table: int, ignoring: Sequence[tuple[int, int]]) -> bool:
+    """Whether a namespace row's pending operations (versions ``first`` to ``last``, and rows of the legacy table)
+    include any outside the version ranges ``ignoring`` (a writer's own, noted done)."""
+    if in_table:
+        return True  # left by an earlier memdir: the roll-forward sorts them out
+    if first is None or last is None:
+        return False
+    return not any(low <= first and last <= high for low, high in ignoring)
+
+
+@dataclass(slots=True)
+class _Counters:
+    """A namespace's counters as a change under way has them (`SqlIndex.begin_change`)."""
+
+    last_version: int
+    files: int
+    bytes: int
+
+
 class SqlIndex(SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
@@ -332,6 +352,7 @@ class SqlIndex(SqlDatabase):
     ) -> None:
         super().__init__(location, read_only=read_only, page_size=page_size)
         self.namespace = namespace
+        self._change = threading.local()  # `_Counters` of the change this thread runs (`begin_change`), if any
         conn = self.conn
         try:
             if self.read_only:  # asked for, or the file turned out not to be writable
@@ -513,6 +534,52 @@ class SqlIndex(SqlDatabase):
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
 
+    def begin_change(self, conn: sqlite3.Connection, ignoring: Sequence[tuple[int, int]] = ()) -> bool:
+        """In a write transaction (`transaction`): whether the namespace has pending operations other than those
+        of the version ranges ``ignoring`` (see `has_pending`). When it has none, its counters are read in the
+        same statement and kept in memory for the rest of the change: versions are numbered and counted there,
+        and `end_change` writes them back with the change's pending operations, one UPDATE of the row instead of
+        one per version and another for the operations (the write lock keeps every other writer out meanwhile).
+        With pending operations, counting stays in the database: the caller finishes them and commits first."""
+        try:
+            row = conn.execute(
+                "SELECT pending_first, pending_last, EXISTS (SELECT 1 FROM pending WHERE ns = ?), last_version, "
+                "files, bytes FROM namespaces WHERE ns = ?",
+                (self.namespace, self.namespace),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the store") from exc
+        self._change.counters = None
+        if row is None:
+            return False  # no row (removed by hand): counted in the database, as without `begin_change`
+        first, last, in_table, *counters = row
+        pending = _other_pending(first, last, in_table, ignoring)
+        if not pending:
+            self._change.counters = _Counters(*map(int, counters))
+        return pending
+
+    def end_change(self, conn: sqlite3.Connection, ops: Sequence[PendingOp]) -> None:
+        """Write back what `begin_change` kept in memory, with ``ops`` as the namespace's pending operations
+        (replacing those there, as `set_pending`)."""
+        counters = self.drop_change()
+        if counters is None:
+            self.set_pending(conn, ops)
+            return
+        versions = [o.version for o in ops]
+        span = (min(versions), max(versions)) if versions else (None, None)
+        conn.execute(
+            "UPDATE namespaces SET last_version = ?, files = ?, bytes = ?, pending = ?, pending_first = ?, "
+            "pending_last = ? WHERE ns = ?",
+            (counters.last_version, counters.files, counters.bytes, _encode_ops(ops) if ops else None, *span,
+             self.namespace),
+        )  # fmt: skip
+
+    def drop_change(self) -> _Counters | None:
+        """Stop counting in memory (the change ended, or failed and is rolled back); what was counted."""
+        counters: _Counters | None = getattr(self._change, "counters", None)
+        self._change.counters = None
+        return counters
+
     def has_pending(self, ignoring: Sequence[tuple[int, int]] = (), conn: sqlite3.Connection | None = None) -> bool:
         """Whether this namespace has pending operations other than those of the version ranges ``ignoring``
         (one statement: in ``conn``'s transaction, or outside any)."""
@@ -528,14 +595,7 @@ class SqlIndex(SqlDatabase):
             )
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
-        if row is None:
-            return False
-        first, last, in_table = row
-        if in_table:
-            return True  # left by an earlier memdir: the roll-forward sorts them out
-        if first is None:
-            return False
-        return not any(low <= first and last <= high for low, high in ignoring)  # all of them noted done
+        return row is not None and _other_pending(row[0], row[1], row[2], ignoring)
 
     def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """This namespace's pending operations, oldest first."""
@@ -557,6 +617,14 @@ class SqlIndex(SqlDatabase):
         return [] if text is None else _decode_ops(conn, self.namespace, text)
 
     def _bump(self, conn: sqlite3.Connection, *, files: int, size: int, quota: Quota | None = None) -> int:
+        counters: _Counters | None = getattr(self._change, "counters", None)
+        if counters is not None:  # a change of `begin_change`: counted in memory, written back by `end_change`
+            if quota is not None:
+                quota.check(Usage(counters.files, counters.bytes), files, size)
+            counters.last_version += 1
+            counters.files += files
+            counters.bytes += size
+            return counters.last_version
         row = conn.execute(
             "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ? "
             "WHERE ns = ? RETURNING last_version, files, bytes",

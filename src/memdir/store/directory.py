@@ -424,20 +424,22 @@ class DirectoryStore(Store):
             self._local.pending = pending
             try:
                 with self._index.transaction("update the store") as conn:
-                    if self._index.has_pending(ignoring=noted.done, conn=conn):
+                    if self._index.begin_change(conn, ignoring=noted.done):
                         # Before anything reads the disk, a killed writer's committed changes are put in place,
                         # committed on their own: this command failing must not bring back the rows of work done.
                         roll_forward(root, self._index, conn, _rename_noreplace)
                         self._index.commit_and_continue(conn, "finish an interrupted change")
+                        self._index.begin_change(conn)
                     self._record_noted(conn, noted, clear=False)
                     yield root, conn
                     # Committed with the versions they make visible, in place of those noted done (which is all
                     # there can be: any other was finished above).
-                    self._index.set_pending(conn, pending.ops)
+                    self._index.end_change(conn, pending.ops)
             except BaseException:
                 pending.roll_back()  # the index is unchanged: the visible files were never touched
                 raise
             finally:
+                self._index.drop_change()  # what a failed change counted is rolled back with it
                 self._local.pending = None
             self._noted = _Noted()  # recorded by that COMMIT
             pending.finish()
