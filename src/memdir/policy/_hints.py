@@ -9,14 +9,16 @@ microseconds, and the memory tool screens every write. One Aho-Corasick pass (``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
-__all__ = ["SPACES", "HintSearch"]
+__all__ = ["SPACES", "Gated", "HintSearch"]
+
+K = TypeVar("K")
 
 # What `\s` matches in a `str` pattern (`str.isspace`): for hints standing for "white space, then a string", which
 # an expression such as `\sai` needs (tests/policy/test_hints.py checks the list against every code point).
@@ -43,3 +45,24 @@ class HintSearch:
         """Every occurrence of every hint in ``text``: (hint, start, end)."""
         hints, matches = self.hints, self._automaton.find_matches_as_indexes(text, overlapping=True)
         return [(hints[i], start, end) for i, start, end in matches]
+
+
+class Gated(Generic[K]):
+    """Keys (rules) each let through by any one of its hints: which of them the hints a text holds let through, in a
+    few set operations rather than a test per key."""
+
+    def __init__(self, gates: Mapping[K, Iterable[str]]) -> None:
+        by_hint: dict[str, set[K]] = {}
+        for key, hints in gates.items():
+            for hint in hints:
+                by_hint.setdefault(hint, set()).add(key)
+        self._by_hint = {hint: frozenset(keys) for hint, keys in by_hint.items()}
+
+    def through(self, found: Iterable[str]) -> set[K]:
+        """The keys one of whose hints is in ``found``."""
+        keys: set[K] = set()
+        for hint in found:
+            gated = self._by_hint.get(hint)
+            if gated is not None:
+                keys |= gated
+        return keys

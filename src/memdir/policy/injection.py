@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._hints import SPACES, HintSearch
+from ._hints import SPACES, Gated, HintSearch
 
 __all__ = ["InjectionMatch", "find_injections"]
 
@@ -415,19 +415,13 @@ def _may_match(rule: str, found: set[str]) -> bool:
 
 
 # `_may_match` for every rule at once: the rules each hint lets through by itself, then the few with conjunctions.
-_BY_HINT = {
-    hint: {rule for rule, hints in _SINGLE.items() if hint in hints} for hint in frozenset().union(*_SINGLE.values())
-}
+_THROUGH = Gated(_SINGLE)
 _CONJOINED = tuple(rule for rule, groups in _BOTH.items() if groups)
 
 
 def _enabled(found: set[str]) -> set[str]:
     """The rules whose gate passes on a text holding the hints ``found``: {r for r in rules if _may_match(r, found)}."""
-    enabled: set[str] = set()
-    for hint in found:
-        rules = _BY_HINT.get(hint)
-        if rules is not None:
-            enabled |= rules
+    enabled = _THROUGH.through(found)
     enabled.update(rule for rule in _CONJOINED if rule not in enabled and _may_match(rule, found))
     return enabled
 

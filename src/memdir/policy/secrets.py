@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._hints import HintSearch
+from ._hints import Gated, HintSearch
 from .findings import contains_any
 
 if TYPE_CHECKING:
@@ -227,19 +227,13 @@ def _may_match(rule: _Rule, text: str, found: set[str]) -> bool:
 
 # The rules (by order) that a hint found in the lower-cased text may let through; the rest are tried on every text:
 # the multi-line ones (their hints are looked for in the whole text) and those gated otherwise (card numbers).
-_BY_HINT = {
-    hint: frozenset(o for o, r in enumerate(SECRET_RULES) if not r.multiline and hint in _LOWERED.get(r.name, ()))
-    for hint in frozenset().union(*_LOWERED.values())
-}
+_THROUGH = Gated({o: _LOWERED[r.name] for o, r in enumerate(SECRET_RULES) if not r.multiline and r.name in _LOWERED})
 _TRIED = frozenset(o for o, r in enumerate(SECRET_RULES) if r.multiline or r.name not in _LOWERED)
 
 
 def _candidates(found: set[str]) -> list[int]:
     """The rules to check `_may_match` for, in order: every other rule's hints are absent."""
-    orders = set(_TRIED)
-    for hint in found:
-        orders |= _BY_HINT[hint]
-    return sorted(orders)
+    return sorted(_TRIED | _THROUGH.through(found))
 
 
 def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, SecretMatch]]:

@@ -24,7 +24,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..errors import CorruptStoreError, StorageError, StorageFullError
 from ..paths import MemoryPath
@@ -199,8 +199,8 @@ def _check_schema_current(conn: sqlite3.Connection) -> None:
 def _pending_in_namespace_row(schema: Schema) -> None:
     # A change's pending operations go in the namespace's row, which the change updates anyway (its counters):
     # a row inserted into `pending` and deleted by the next change cost two statements and a page of write-ahead
-    # log each (measured: ~6% of the memory tool's time on the directory store). ``pending`` is a JSON list of
-    # operations, ``pending_first``/``pending_last`` their versions' span (checked before every write without
+    # log each (measured: ~6% of the memory tool's time on the directory store). ``pending`` holds the operations
+    # (`_encode_ops`), ``pending_first``/``pending_last`` their versions' span (checked before every write without
     # decoding the list). The table stays for what an earlier memdir left in it.
     schema.script(
         """
@@ -267,6 +267,14 @@ def _encode_ops(ops: Sequence[PendingOp]) -> str:
         f"{o.version} {o.op} {o.temp or '-'} {o.replaces or '-'} {(o.sha256 if o.op == 'unlink' else None) or '-'}"
         for o in ops
     )
+
+
+def _pending_columns(ops: Sequence[PendingOp]) -> tuple[str | None, int | None, int | None]:
+    """The namespace row's ``pending``, ``pending_first`` and ``pending_last`` for ``ops``."""
+    if not ops:
+        return None, None, None
+    versions = [o.version for o in ops]
+    return _encode_ops(ops), min(versions), max(versions)
 
 
 def _decode_ops(conn: sqlite3.Connection, namespace: str, text: object) -> list[PendingOp]:
@@ -510,11 +518,9 @@ class SqlIndex(SqlDatabase):
     def set_pending(self, conn: sqlite3.Connection, ops: Sequence[PendingOp]) -> None:
         """Make ``ops`` the namespace's pending operations, replacing those there (the caller's own, done: a writer
         finds no other there, see `has_pending`). One UPDATE of the row the change's versions updated already."""
-        versions = [o.version for o in ops]
-        span = (min(versions), max(versions)) if versions else (None, None)
         conn.execute(
             "UPDATE namespaces SET pending = ?, pending_first = ?, pending_last = ? WHERE ns = ?",
-            (_encode_ops(ops) if ops else None, *span, self.namespace),
+            (*_pending_columns(ops), self.namespace),
         )
 
     def lookup(self, key: str) -> IndexRow | None:
@@ -526,8 +532,8 @@ class SqlIndex(SqlDatabase):
             raise translate(exc, "read the store") from exc
 
     def current_usage(self) -> Usage:
-        """The namespace's usage: one statement outside any transaction, like `lookup` (the tool asks before
-        every write; a transaction around one SELECT costs two more statements and, on disk, two more locks)."""
+        """The namespace's usage: one statement outside any transaction, like `lookup` (a transaction around one
+        SELECT costs two more statements and, on disk, two more locks)."""
         try:
             with self._exclusive():
                 return self.usage(self.conn)
@@ -541,14 +547,7 @@ class SqlIndex(SqlDatabase):
         and `end_change` writes them back with the change's pending operations, one UPDATE of the row instead of
         one per version and another for the operations (the write lock keeps every other writer out meanwhile).
         With pending operations, counting stays in the database: the caller finishes them and commits first."""
-        try:
-            row = conn.execute(
-                "SELECT pending_first, pending_last, EXISTS (SELECT 1 FROM pending WHERE ns = ?), last_version, "
-                "files, bytes FROM namespaces WHERE ns = ?",
-                (self.namespace, self.namespace),
-            ).fetchone()
-        except sqlite3.Error as exc:
-            raise translate(exc, "read the store") from exc
+        row = self._namespace_row(conn)
         self._change.counters = None
         if row is None:
             return False  # no row (removed by hand): counted in the database, as without `begin_change`
@@ -565,14 +564,11 @@ class SqlIndex(SqlDatabase):
         if counters is None:
             self.set_pending(conn, ops)
             return
-        versions = [o.version for o in ops]
-        span = (min(versions), max(versions)) if versions else (None, None)
         conn.execute(
             "UPDATE namespaces SET last_version = ?, files = ?, bytes = ?, pending = ?, pending_first = ?, "
             "pending_last = ? WHERE ns = ?",
-            (counters.last_version, counters.files, counters.bytes, _encode_ops(ops) if ops else None, *span,
-             self.namespace),
-        )  # fmt: skip
+            (counters.last_version, counters.files, counters.bytes, *_pending_columns(ops), self.namespace),
+        )
 
     def drop_change(self) -> _Counters | None:
         """Stop counting in memory (the change ended, or failed and is rolled back); what was counted."""
@@ -580,22 +576,22 @@ class SqlIndex(SqlDatabase):
         self._change.counters = None
         return counters
 
-    def has_pending(self, ignoring: Sequence[tuple[int, int]] = (), conn: sqlite3.Connection | None = None) -> bool:
-        """Whether this namespace has pending operations other than those of the version ranges ``ignoring``
-        (one statement: in ``conn``'s transaction, or outside any)."""
+    def has_pending(self) -> bool:
+        """Whether this namespace has pending operations (one statement, outside any transaction)."""
+        row = self._namespace_row(self.conn)
+        return row is not None and _other_pending(row[0], row[1], row[2], ())
+
+    def _namespace_row(self, conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+        """The namespace's pending span, whether the legacy table holds any of its operations, and its counters."""
         try:
-            row = (
-                (conn or self.conn)
-                .execute(
-                    "SELECT pending_first, pending_last, EXISTS (SELECT 1 FROM pending WHERE ns = ?) "
-                    "FROM namespaces WHERE ns = ?",
-                    (self.namespace, self.namespace),
-                )
-                .fetchone()
-            )
+            row: tuple[Any, ...] | None = conn.execute(
+                "SELECT pending_first, pending_last, EXISTS (SELECT 1 FROM pending WHERE ns = ?), last_version, "
+                "files, bytes FROM namespaces WHERE ns = ?",
+                (self.namespace, self.namespace),
+            ).fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, "read the store") from exc
-        return row is not None and _other_pending(row[0], row[1], row[2], ignoring)
+        return row
 
     def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """This namespace's pending operations, oldest first."""

@@ -504,15 +504,16 @@ class DirectoryStore(Store):
     def _stamps(self, rows: Mapping[str, IndexRow]) -> dict[str, str | None]:
         """The stamps of ``rows`` by key, with those this process noted and has not recorded yet."""
         stamps = {key: row.stamp for key, row in rows.items()}
-        for key, (version, stamp) in self._noted.stamps.items():
-            row = rows.get(key)
-            if row is not None and row.stamp is None and row.version == version:
-                stamps[key] = stamp
+        for key in self._noted.stamps.keys() & rows.keys():  # a few noted, against a listing's thousands of rows
+            stamps[key] = self._stamp(rows[key])
         return stamps
 
     def _stamp(self, row: IndexRow) -> str | None:
         """``row``'s stamp, or the one this process noted for its version and has not recorded yet."""
-        return self._stamps({row.path: row})[row.path]
+        noted = self._noted.stamps.get(row.path)
+        if row.stamp is None and noted is not None and noted[0] == row.version:
+            return noted[1]
+        return row.stamp
 
     def _install(self, root: _fs.DirHandle, target: MemoryPath, temp: str, pending: Pending | None = None) -> None:
         with _fs.walk(root, target.parent) as parent:
