@@ -39,6 +39,7 @@ that never contains a host path or a password.
 from __future__ import annotations
 
 import errno
+from typing import Literal
 
 __all__ = [
     "AgentError",
@@ -142,11 +143,23 @@ class LimitError(MemdirError):
 class QuotaError(LimitError):
     """A write would take the namespace over its quota (`memdir.store.Quota`); nothing was written.
 
-    ``held_files`` and ``held_bytes`` are what the namespace held when the write was refused, ``added_files``
-    and ``added_bytes`` what the write would have added."""
+    ``limit`` is the limit it would go over ("files" or "bytes") and ``maximum`` its value; ``held_files`` and
+    ``held_bytes`` are what the namespace held when the write was refused, ``added_files`` and ``added_bytes``
+    what the write would have added."""
 
-    def __init__(self, message: str, *, held_files: int, held_bytes: int, added_files: int, added_bytes: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: Literal["files", "bytes"],
+        maximum: int,
+        held_files: int,
+        held_bytes: int,
+        added_files: int,
+        added_bytes: int,
+    ) -> None:
         super().__init__(message)
+        self.limit, self.maximum = limit, maximum
         self.held_files, self.held_bytes = held_files, held_bytes
         self.added_files, self.added_bytes = added_files, added_bytes
 

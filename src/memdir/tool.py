@@ -332,7 +332,7 @@ class MemoryTool:
             op: Op = "write" if self.create_overwrites and before else "create"
             version = self.store.write(target, content, expect=expect, origin=self.origin, op=op, quota=quota)
         except QuotaError as exc:
-            raise self._over_quota(exc) from None
+            raise _over_quota(exc) from None
         except (AlreadyExistsError, NotAFileError):
             return exists
         except NotADirectoryError_ as exc:
@@ -475,7 +475,7 @@ class MemoryTool:
         try:
             current().version = self.store.update(target, apply, origin=self.origin, op=op, quota=quota).version
         except QuotaError as exc:
-            raise self._over_quota(exc) from None
+            raise _over_quota(exc) from None
         except (NotFoundError, NotAFileError, NotADirectoryError_):
             raise _Refusal(missing) from None
         except PathError as exc:
@@ -499,37 +499,38 @@ class MemoryTool:
             )
         return content
 
+    def _quota(self) -> Quota | None:
+        """The namespace limits (None: there are none)."""
+        max_files, max_bytes = self.limits.max_files, self.limits.max_total_bytes
+        return None if max_files is None and max_bytes is None else Quota(max_files, max_bytes)
+
     def _store_quota(self) -> Quota | None:
         """The namespace limits, for a store that checks them in the write's own transaction: exact however many
         writers race, and no read of the usage before each write. None: the tool checks them itself."""
-        max_files, max_bytes = self.limits.max_files, self.limits.max_total_bytes
-        if not self.store.checks_quota or (max_files is None and max_bytes is None):
-            return None
-        return Quota(max_files, max_bytes)
+        return self._quota() if self.store.checks_quota else None
 
     def _check_namespace(self, added_files: int, added_bytes: int, usage: Usage | None = None) -> None:
-        max_files, max_bytes = self.limits.max_files, self.limits.max_total_bytes
-        if (max_files is None or added_files <= 0) and (max_bytes is None or added_bytes <= 0):
+        """The namespace limits checked before a write, against ``usage`` (read now when not given)."""
+        quota = self._quota()
+        if quota is None or not quota.can_refuse(added_files, added_bytes):
             return
-        usage = usage or self.store.usage()
-        if max_files is not None and added_files > 0 and usage.files + added_files > max_files:
-            raise _Refusal(
-                f"Error: The memory directory already holds {usage.files:,} files, the limit is {max_files:,} "
-                "files. Nothing was written; delete or merge files you no longer need."
-            )
-        if max_bytes is not None and added_bytes > 0 and usage.bytes + added_bytes > max_bytes:
-            raise _Refusal(
-                f"Error: The memory directory would hold {human_size(usage.bytes + added_bytes)}, over the limit "
-                f"of {human_size(max_bytes)}. Nothing was written; delete or shorten files you no longer need."
-            )
-
-    def _over_quota(self, exc: QuotaError) -> _Refusal:
-        """The store's refusal in the tool's words (those of the check the tool makes itself)."""
         try:
-            self._check_namespace(exc.added_files, exc.added_bytes, Usage(exc.held_files, exc.held_bytes))
-        except _Refusal as refusal:
-            return refusal
-        return _Refusal(f"Error: {exc}. Nothing was written.")  # only if the limits changed during the write
+            quota.check(usage or self.store.usage(), added_files, added_bytes)
+        except QuotaError as exc:
+            raise _over_quota(exc) from None
+
+
+def _over_quota(exc: QuotaError) -> _Refusal:
+    """A namespace limit's refusal, from the store's check or the tool's own, in the tool's words."""
+    if exc.limit == "files":
+        return _Refusal(
+            f"Error: The memory directory already holds {exc.held_files:,} files, the limit is {exc.maximum:,} "
+            "files. Nothing was written; delete or merge files you no longer need."
+        )
+    return _Refusal(
+        f"Error: The memory directory would hold {human_size(exc.held_bytes + exc.added_bytes)}, over the limit "
+        f"of {human_size(exc.maximum)}. Nothing was written; delete or shorten files you no longer need."
+    )
 
 
 def _auto_memory(store: Store, option: bool | AutoMemoryConfig | None, limits: Limits) -> AutoMemory | None:

@@ -209,6 +209,7 @@ def test_a_write_over_the_quota_fails_and_changes_nothing(store: Store) -> None:
         store.write("/memories/b.md", b"b" * 41, quota=quota)
     held = (refused.value.held_files, refused.value.held_bytes, refused.value.added_files, refused.value.added_bytes)
     assert held == (1, 60, 1, 41)
+    assert (refused.value.limit, refused.value.maximum) == ("bytes", 100)
     assert str(refused.value) == "the namespace would hold 101 bytes, over the limit of 100"
     assert store.stat("/memories/b.md") is None
     assert list(store.log()) == log

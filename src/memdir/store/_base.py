@@ -163,23 +163,28 @@ class Quota:
     max_files: int | None = None
     max_bytes: int | None = None
 
+    def can_refuse(self, added_files: int, added_bytes: int) -> bool:
+        """Whether a write adding this much can go over a limit at all (else there is no usage to read)."""
+        return (self.max_files is not None and added_files > 0) or (self.max_bytes is not None and added_bytes > 0)
+
     def check(self, before: Usage, added_files: int, added_bytes: int) -> None:
         """`QuotaError` when adding ``added_files`` and ``added_bytes`` to ``before`` goes over a limit."""
-        over_files = self.max_files is not None and added_files > 0 and before.files + added_files > self.max_files
-        over_bytes = self.max_bytes is not None and added_bytes > 0 and before.bytes + added_bytes > self.max_bytes
-        if over_files or over_bytes:
-            what = (
-                f"{before.files + added_files:,} files, over the limit of {self.max_files:,}"
-                if over_files
-                else f"{before.bytes + added_bytes:,} bytes, over the limit of {self.max_bytes:,}"
-            )
-            raise QuotaError(
-                f"the namespace would hold {what}",
-                held_files=before.files,
-                held_bytes=before.bytes,
-                added_files=added_files,
-                added_bytes=added_bytes,
-            )
+        limit: Literal["files", "bytes"]
+        if self.max_files is not None and added_files > 0 and before.files + added_files > self.max_files:
+            limit, maximum, total = "files", self.max_files, before.files + added_files
+        elif self.max_bytes is not None and added_bytes > 0 and before.bytes + added_bytes > self.max_bytes:
+            limit, maximum, total = "bytes", self.max_bytes, before.bytes + added_bytes
+        else:
+            return
+        raise QuotaError(
+            f"the namespace would hold {total:,} {limit}, over the limit of {maximum:,}",
+            limit=limit,
+            maximum=maximum,
+            held_files=before.files,
+            held_bytes=before.bytes,
+            added_files=added_files,
+            added_bytes=added_bytes,
+        )
 
 
 @dataclass(slots=True)

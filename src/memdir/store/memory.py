@@ -294,16 +294,13 @@ class MemoryStore(Store):
         now = time.time() if ts is None else ts
         sha = sha256_hex(content)
         before = self._s.files.get(target.key)
+        added = len(content) - (before.size if before else 0)
         if quota is not None:
-            quota.check(
-                Usage(len(self._s.files), self._s.bytes),
-                0 if before else 1,
-                len(content) - (before.size if before else 0),
-            )
+            quota.check(Usage(len(self._s.files), self._s.bytes), 0 if before else 1, added)
         self._s.blobs.setdefault(sha, content)
         if before is None:
             self._count(target.key, +1)
-        self._s.bytes += len(content) - (before.size if before else 0)
+        self._s.bytes += added
         version = self._next()
         self._s.files[target.key] = _File(version, sha, len(content), now)
         return self._record(
