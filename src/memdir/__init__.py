@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__ as __version__  # re-exported
 from .errors import (
     AgentError,
     AlreadyExistsError,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
     from .agent import Agent, AgentResult, AgentSettings
     from .store.remote import RemoteStore
 
-__version__ = "0.1.0"
 
 # A library logs, an application decides where logs go: without this, Python's last-resort handler would
 # print memdir's warnings (and the tracebacks it logs for unexpected errors) on the embedding program's stderr.

@@ -11,7 +11,7 @@ import httpx
 from starlette.routing import Route
 
 from backends import LiveServer
-from memdir.server._wire import ERRORS
+from memdir._wire import ERRORS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "http.md"
 

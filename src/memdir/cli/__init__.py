@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from ..config import data_dir, default_store_url
 from ..errors import MemdirError
 from ..store import DEFAULT_NAMESPACE, Store, open_store

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, PlainValidator
 
-from .. import __version__
+from .._version import __version__
 from ..paths import MemoryPath
 from ..search._tool import execute_search
 from ..tool import MemoryTool

@@ -4,8 +4,8 @@
     >>> app = create_app(ServerConfig(store_url="sqlite:///srv/memdir/memory.db"))  # doctest: +SKIP
 
 The app is plain ASGI (Starlette); `serve` runs it with uvicorn. Modules: `tokens` (the token registry),
-``_app`` (assembly and lifespan), ``routers/`` (the endpoints by area), ``_wire`` (the wire format, shared with
-`memdir.RemoteStore`). Importing this package is cheap: the app's modules load on first use.
+``_app`` (assembly and lifespan), ``routers/`` (the endpoints by area); the wire format, shared with
+`memdir.RemoteStore`, is `memdir._wire`. Importing this package is cheap: the app's modules load on first use.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ __all__ = ["ServerConfig", "create_app", "serve"]
 
 
 def __getattr__(name: str) -> Any:
-    # The client (`memdir.store.remote`) imports `memdir.server._wire`, which imports this package first:
-    # keeping Starlette and uvicorn out of it keeps the client light.
+    # Starlette and uvicorn load only when the app is asked for: `import memdir.server` stays cheap.
     if name == "create_app":
         from ._app import create_app
 

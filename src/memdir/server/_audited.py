@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, TypeVar
 
+from .._wire import code_for
 from ..errors import MemdirError
 from ..policy.audit import AuditEntry, audit_log
 from ..store._base import sha256_hex
-from ._wire import code_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable

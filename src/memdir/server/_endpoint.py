@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 from starlette.routing import Route
 
+from .._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header
 from ..errors import PathError
 from ..paths import parse
 from ..store._base import Origin
 from ._errors import ApiError, exception_response
 from ._guard import request_info
 from ._idempotency import KEY_PATTERN, run_tool_once
-from ._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -1,7 +1,7 @@
 """Errors as JSON responses: ``{"error": {"code": ..., "message": ...}}``, never a traceback or a host path.
 
 Handlers raise `ApiError` for what is wrong with the request, or let a `MemdirError` through; `error_response`
-turns either into the response with the code's status (`memdir.server._wire.ERRORS`). Anything else is a bug:
+turns either into the response with the code's status (`memdir._wire.ERRORS`). Anything else is a bug:
 logged with its traceback, answered as ``internal_error`` with no detail.
 
 A database that cannot be reached (`StorageUnavailableError`: restarting, failed over, out of connections) is not
@@ -16,8 +16,8 @@ from typing import Any
 
 from starlette.responses import Response
 
+from .._wire import ERRORS, RETRY_UNAVAILABLE_SECONDS, code_for
 from ..errors import ConflictError, MemdirError, PathError, StorageUnavailableError
-from ._wire import ERRORS, RETRY_UNAVAILABLE_SECONDS, code_for
 
 __all__ = ["ApiError", "error_response", "exception_response", "json_response", "unavailable"]
 

@@ -27,11 +27,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._format import number_lines, split_lines
+from .._wire import HEADER_REPLAYED
 from ..errors import MemdirError, PathError
 from ..paths import MemoryPath, parse
 from ..tool import ToolResult
 from ._errors import ApiError
-from ._wire import HEADER_REPLAYED
 
 if TYPE_CHECKING:
     from ..store import Store

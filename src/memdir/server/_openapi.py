@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .._version import __version__
+from .._wire import ERRORS
 from ._schemas import SCHEMAS, ref
-from ._wire import ERRORS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._wire import ERRORS, HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE
 from ._schemas_web import WEB_SCHEMAS
-from ._wire import ERRORS, HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE
 
 __all__ = [
     "BYTES",

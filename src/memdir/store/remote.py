@@ -36,10 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .. import __version__
-from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError, StorageUnavailableError
-from ..paths import MemoryPath
-from ..server._wire import (
+from .._version import __version__
+from .._wire import (
     HEADER_ACTOR,
     HEADER_IDEMPOTENCY,
     HEADER_SESSION,
@@ -51,6 +49,8 @@ from ..server._wire import (
     version_from_json,
     version_to_json,
 )
+from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError, StorageUnavailableError
+from ..paths import MemoryPath
 from ._base import (
     ANY,
     MISSING,

@@ -12,6 +12,7 @@ import functools
 import mimetypes
 from typing import TYPE_CHECKING, Any
 
+from ..._wire import version_to_json
 from ...errors import NotAFileError, NotFoundError
 from ...store._base import MISSING, Expect
 from .. import _audited
@@ -21,7 +22,6 @@ from .._errors import ApiError, json_response
 from .._idempotency import REPLAYED, once, written
 from .._schemas import IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, json_body, ref
 from .._schemas import json_response as json_doc
-from .._wire import version_to_json
 
 if TYPE_CHECKING:
     from starlette.responses import Response

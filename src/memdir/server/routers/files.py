@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
+from ..._wire import entry_to_json, stat_to_json, usage_to_json, version_to_json, versions_to_json
 from ...paths import parse
 from ...store._base import ANY, MISSING, Expect, Op
 from .._endpoint import Call, Endpoint
@@ -22,7 +23,6 @@ from .._errors import ApiError, json_response
 from .._idempotency import REPLAYED, moved, once, removed, written
 from .._schemas import BYTES, IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, binary, json_body, ref
 from .._schemas import json_response as json_doc
-from .._wire import entry_to_json, stat_to_json, usage_to_json, version_to_json, versions_to_json
 
 if TYPE_CHECKING:
     from ...store import Store

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
+from ..._wire import version_from_json, version_to_json, versions_to_json
 from ...errors import NotFoundError
 from .. import _audited
 from .._endpoint import Call, Endpoint
@@ -19,7 +20,6 @@ from .._errors import ApiError, json_response
 from .._idempotency import REPLAYED, once, written
 from .._schemas import IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, binary, json_body, ref
 from .._schemas import json_response as json_doc
-from .._wire import version_from_json, version_to_json, versions_to_json
 
 if TYPE_CHECKING:
     from ...store import Store, Version

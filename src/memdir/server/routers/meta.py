@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import __version__
+from ..._version import __version__
 from .._endpoint import Call, Endpoint
 from .._errors import json_response
 from .._schemas import json_response as json_doc

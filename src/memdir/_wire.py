@@ -18,8 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..archive import version_from_json, version_to_json
-from ..errors import (
+from .errors import (
     AlreadyExistsError,
     ArchiveError,
     AuthenticationError,
@@ -39,11 +38,12 @@ from ..errors import (
     StorageFullError,
     StorageUnavailableError,
 )
-from ..paths import parse
-from ..store._base import Entry, Stat, Usage
+from .paths import parse
+from .store._base import Entry, Stat, Usage
+from .store._json import version_from_json, version_to_json
 
 if TYPE_CHECKING:
-    from ..store._base import Version
+    from .store._base import Version
 
 __all__ = [
     "API_PREFIX",
