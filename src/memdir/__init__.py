@@ -43,6 +43,7 @@ from .errors import (
     StorageError,
     StorageFullError,
     StorageUnavailableError,
+    StoreNotFoundError,
 )
 from .paths import MemoryPath, parse
 from .policy import Finding, Limits, WritePolicy, scan
@@ -63,6 +64,7 @@ from .store import (
     Version,
     open_store,
     register_backend,
+    store_exists,
 )
 from .tool import MemoryTool, ToolResult
 
@@ -122,6 +124,7 @@ __all__ = [
     "StorageFullError",
     "StorageUnavailableError",
     "Store",
+    "StoreNotFoundError",
     "ToolResult",
     "Usage",
     "Version",
@@ -130,6 +133,7 @@ __all__ = [
     "parse",
     "register_backend",
     "scan",
+    "store_exists",
 ]
 
 

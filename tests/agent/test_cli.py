@@ -85,6 +85,7 @@ def test_a_missing_key_is_one_line_saying_what_to_set(tmp_path: Path) -> None:
     result = invoke("run", "--store", str(tmp_path / "m"), "hi")
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "m").exists()  # no store is made for a session that cannot start
     assert result.stderr.startswith("Error: ANTHROPIC_API_KEY is not set: export ANTHROPIC_API_KEY=")
 
 

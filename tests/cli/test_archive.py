@@ -357,7 +357,7 @@ def test_export_refuses_to_overwrite_without_the_flag(run: Run, tmp_path: Path) 
     result = run("export", str(tmp_path / "b.zip"), store="memory:")
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: b.zip already exists (choose another name, or overwrite it)\n",
+        f"Error: {tmp_path / 'b.zip'} already exists: choose another name, or pass --overwrite to replace it\n",
     )
     assert (tmp_path / "b.zip").read_bytes() == b"precious"
     assert run("export", "--overwrite", str(tmp_path / "b.zip"), store="memory:").exit_code == 0

@@ -95,7 +95,8 @@ class Agent:
     prompt guidance. ``project_root`` is where the instructions file is looked for (default: the git worktree
     of the current directory, else the directory). ``memory=False`` offers no memory tool and ``subagent``
     (a name) marks a sub-agent, which gets no auto-memory guidance and no ``delegate`` tool: both are how
-    `memdir.agent.delegate` builds sub-agents."""
+    `memdir.agent.delegate` builds sub-agents. ``close_provider=True`` makes `close` close a ``provider`` passed in
+    (one the agent opened itself it always closes)."""
 
     def __init__(
         self,
@@ -113,6 +114,7 @@ class Agent:
         project_root: Path | None = None,
         memory: bool = True,
         subagent: str | None = None,
+        close_provider: bool | None = None,
         **options: Any,
     ) -> None:
         self.settings = (settings or AgentSettings()).replace(model=model, **options)
@@ -121,7 +123,8 @@ class Agent:
         self.store = store
         self.store_url = store_url
         self.provider = provider or open_provider(self.settings)
-        self._owns_provider = provider is None  # one we opened, we close
+        # One we opened, we close; one passed in belongs to the caller unless it says otherwise.
+        self._owns_provider = provider is None if close_provider is None else close_provider
         self.model = self.settings.model_name
         self._check_mode()
         self.hooks = _hooks(hooks, self.settings)

@@ -67,12 +67,21 @@ def agent_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def open_agent(state: Context, options: dict[str, Any], *, stream: bool) -> Agent:
     """The agent the options and settings describe, over the command's store."""
     from ..agent import Agent, load_agent_settings
+    from ..agent.providers import open_provider
 
     resume = options.pop("resume", None)
     settings = load_agent_settings(options)
     if settings.stream is None:
         settings = settings.replace(stream=stream)
-    return Agent(state.store(), settings=settings, resume=resume, store_url=state.url)
+    provider = open_provider(settings)  # a missing API key fails here, before a store is created for nothing
+    try:
+        store = state.store(create=True)
+        return Agent(
+            store, settings=settings, provider=provider, close_provider=True, resume=resume, store_url=state.url
+        )
+    except BaseException:
+        provider.close()
+        raise
 
 
 def print_progress(event: Event) -> None:
@@ -187,7 +196,7 @@ def init(
     from ..agent.longrun import PROGRESS, Plan, ensure_files, initializer_prompt
 
     plan = Plan(task, features, start, test)
-    if not force and state.store().stat(PROGRESS) is not None:
+    if not force and state.store(create=True).stat(PROGRESS) is not None:
         raise click.ClickException(
             f"memory already holds {PROGRESS.virtual}: this work was set up before; continue it with memdir run "
             "or memdir chat (or pass --force)"

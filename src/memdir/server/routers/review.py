@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError, PolicyError
 from ...paths import parse
 from ...policy.quarantine import Quarantine
@@ -94,7 +95,8 @@ def item_to_json(store: Store, item: HeldWrite) -> dict[str, Any]:
     except (NotFoundError, NotAFileError):
         current, sha, label = b"", None, f"{item.path} (missing)"
     changes = diff(current, item.content, label, f"{item.path} (held #{item.id})")
-    return {**item.to_json(), "base_changed": sha != item.base_sha256, "diff": changes.to_json()}
+    times = {"time": iso_time(item.ts), "decided_time": None if item.decided_ts is None else iso_time(item.decided_ts)}
+    return {**item.to_json(), **times, "base_changed": sha != item.base_sha256, "diff": changes.to_json()}
 
 
 def _item_id(call: Call) -> int:
