@@ -208,10 +208,12 @@ def test_sessions_lists_what_ran(
     anthropic_server.script(tool_use_reply([("memory", {"command": "view", "path": "/memories"})]), text_reply("ok"))
     run = invoke("run", "--store", str(tmp_path / "m"), "--json", "Look at\n  my memory")
     session = json.loads(run.stdout)["session_id"]
-    listing = invoke("sessions")
+    listing = invoke("sessions", "--store", str(tmp_path / "m"))
     assert listing.exit_code == 0
     [line] = listing.stdout.splitlines()
     fields = line.split("\t")
     assert fields[0] == session and fields[2] == "2" and int(fields[3]) > 0
     assert fields[4] == "Look at my memory"
-    assert json.loads(invoke("sessions", "--json").stdout)[0]["first_prompt"] == "Look at\n  my memory"
+    assert json.loads(invoke("sessions", "--json", "--store", str(tmp_path / "m")).stdout)[0]["first_prompt"] == (
+        "Look at\n  my memory"
+    )

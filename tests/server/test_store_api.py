@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import re
 import zipfile
 
 import httpx
@@ -36,7 +37,8 @@ def test_write_then_read_with_the_version_in_the_headers(http: httpx.Client) -> 
     assert read.headers["content-type"] == "application/octet-stream"
     assert (read.headers["etag"], read.headers["x-memdir-version"]) == ('"1"', "1")
     assert read.headers["x-memdir-sha256"] == version["sha256"]
-    assert float(read.headers["x-memdir-modified"]) == version["timestamp"]
+    assert read.headers["x-memdir-modified"] == version["timestamp"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", version["timestamp"])  # ISO 8601, UTC
 
 
 def test_preconditions_and_their_errors(http: httpx.Client) -> None:
@@ -146,7 +148,15 @@ def test_a_version_from_elsewhere_is_replayed_with_its_metadata(http: httpx.Clie
     }  # fmt: skip
     body = {"version": record, "content": base64.b64encode(b"hi").decode()}
     replayed = http.post("/v1/versions", json=body).json()
-    assert {**replayed, "version": 17} == record and replayed["version"] == 1
+    # Sent as seconds (as clients before memdir 0.2 did), answered in ISO 8601: the same moment, to the bit.
+    assert {**replayed, "version": 17} == {**record, "timestamp": "2023-11-14T22:13:20.5Z"}
+    assert replayed["version"] == 1
+    assert (
+        http.post("/v1/versions", json={**body, "version": {**record, "timestamp": "2023-11-14T22:14:20Z"}}).json()[
+            "timestamp"
+        ]
+        == "2023-11-14T22:14:20Z"
+    )
     assert http.get("/v1/files/memories/a.md").content == b"hi"
     assert error_of(http.post("/v1/versions", json={**body, "content": "not base64!"})) == (400, "invalid_request")
     bad_path = {**body, "version": {**record, "path": "/memories/../x"}}

@@ -78,7 +78,7 @@ def test_the_token_commands_on_postgres(tmp_path: Path) -> None:
     assert created.exit_code == 0, created.output
     token = created.stdout.strip()
     listed = runner.invoke(cli, ["--store", url, "token", "list"]).stdout.splitlines()
-    token_id, namespace, label, _created, revoked = listed[0].split("\t")
+    token_id, namespace, label, _created, _expires, _used, revoked = listed[0].split("\t")
     assert (namespace, label, revoked) == ("alice", "ci", "-")
     with open_store(url) as store:
         assert TokenRegistry(store.aux).verify(token) is not None  # another process's token, in the same table

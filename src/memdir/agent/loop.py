@@ -49,7 +49,7 @@ from .hooks import HookCallable, HookOutcome, Hooks
 from .instructions import Instructions, load_instructions
 from .longrun import PROGRESS
 from .providers import Provider, Reply, Request, open_provider
-from .sessions import SessionLog, find_session, new_session_id, sessions_dir
+from .sessions import SessionLog, find_session, new_session_id, sessions_dir, store_key, store_label
 from .settings import AgentSettings
 from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_path, memory_tools, search_tools
 from .transcript import INTERRUPTED, Block, Message, answer_pending, blocks, text_block, text_of, tool_uses, user
@@ -122,6 +122,8 @@ class Agent:
             self.settings = self.settings.replace(provider=provider.name)
         self.store = store
         self.store_url = store_url
+        # Which store this is, one spelling per store: sessions belong to it (memdir.agent.sessions).
+        self.store_key = store_key(store_url) if store_url else store_label(store)
         self.provider = provider or open_provider(self.settings)
         # One we opened, we close; one passed in belongs to the caller unless it says otherwise.
         self._owns_provider = provider is None if close_provider is None else close_provider
@@ -178,9 +180,13 @@ class Agent:
             self.session_id = new_session_id()
             self._source = "startup"
             return
-        self._log, state = SessionLog.resume(find_session(resume, self._sessions_dir or None))
+        self._log, state = SessionLog.resume(self._find_session(resume))
         self.session_id, self.messages, self.turns, self.usage = state.id, state.messages, state.turns, state.usage
         self._source = "resume"
+
+    def _find_session(self, ref: str) -> Path:
+        """A session of this store and namespace (the latest one for "")."""
+        return find_session(ref, self._sessions_dir or None, store=self.store_key, namespace=self.store.namespace)
 
     def _header(self) -> dict[str, Any]:
         return {
@@ -188,7 +194,7 @@ class Agent:
             "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "provider": self.provider.name,
             "model": self.model,
-            "store": self.store_url,
+            "store": self.store_key,
             "namespace": self.store.namespace,
             "cwd": os.getcwd(),
         }
@@ -290,7 +296,9 @@ class Agent:
                 blocks += self.instructions.blocks
         if self.settings.backfill:
             files = list(reversed(self._touched)) if reloaded else None
-            self.backfill = load_backfill(self.memory.tool, self.settings.backfill_tokens, files=files)
+            self.backfill = load_backfill(
+                self.memory.tool, self.settings.backfill_tokens, files=files, index=self.auto_memory.enabled
+            )
             if self.backfill is not None:
                 for name, tokens in self.backfill.items:
                     yield BackfillLoaded(name, tokens, reloaded)
@@ -557,7 +565,7 @@ class Agent:
 
     def resume(self, ref: str = "") -> None:
         """Switch to another session (an id, a prefix, or "" for the latest) and continue it."""
-        find_session(ref, self._sessions_dir or None)  # an unknown session fails before anything changes
+        self._find_session(ref)  # an unknown session, or another store's, fails before anything changes
         self._close_log()
         self.messages, self._pending, self._touched = [], [], {}
         self._open_session(ref)

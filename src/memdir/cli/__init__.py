@@ -255,7 +255,7 @@ def mcp(state: Context) -> None:
     """
     from ..integrations.mcp import run_stdio
 
-    run_stdio(state.store(create=True))
+    run_stdio(state.store(create=True), name=_shown(state.url))
 
 
 @cli.command()

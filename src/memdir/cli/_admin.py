@@ -77,7 +77,8 @@ def _target(file: str) -> Iterator[str]:
 def import_(state: Context, file: str) -> None:
     """Load an archive made by `memdir export` into an empty namespace.
 
-    FILE - reads the archive from standard input. The whole archive is checked before anything is written. The store is created if it does not exist.
+    FILE - reads the archive from standard input. The whole archive is checked before anything is written. The
+    store is created if it does not exist.
 
     Example:
 

@@ -94,6 +94,10 @@ _ITEM = _object(
         "decided_by": _NULLABLE_STR,
         "version": {**_NULLABLE_INT, "description": "The version an approval wrote."},
         "reason": _NULLABLE_STR,
+        "current_version": {
+            **_NULLABLE_INT,
+            "description": "The file's version now; null when there is no file at the path (yet, or any more).",
+        },
         "base_changed": {
             "type": "boolean",
             "description": "The file changed (or appeared, or went) since the write was held.",

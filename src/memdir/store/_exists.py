@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 __all__ = ["directory_exists", "postgres_exists", "sqlite_exists"]
@@ -24,7 +25,8 @@ _DIRECTORY_MARKERS = ("memories", "namespaces", ".memdir")
 
 def directory_exists(path: str) -> bool:
     base = Path(path).expanduser()
-    return any((base / name).is_dir() for name in _DIRECTORY_MARKERS)
+    # Anything under one of those names counts, a link or a file too: opening then reports what is wrong with it.
+    return any(os.path.lexists(base / name) for name in _DIRECTORY_MARKERS)
 
 
 def sqlite_exists(path: str) -> bool:
