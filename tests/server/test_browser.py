@@ -1,4 +1,4 @@
-"""The web page in headless Chromium (Debian's ``chromium``, driven by Playwright; `.ci/run` installs it).
+"""The web page in headless Chromium (Debian's ``chromium``, driven by Playwright; `.ci/setup` installs it).
 
 One person's session, screen by screen: sign in, open a file, edit it, meet a concurrent change, see the new
 version in the history with its side-by-side diff, restore the old one, approve a quarantined write, search, read
@@ -28,7 +28,7 @@ from .helpers import tool
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it with apt-get)"
+    not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/setup installs it with apt-get)"
 )
 # Flags for a headless run that talks to nothing but the test server.
 CHROMIUM_ARGS = [
