@@ -74,7 +74,11 @@ def open_agent(state: Context, options: dict[str, Any], *, stream: bool) -> Agen
     settings = load_agent_settings(options)
     if settings.stream is None:
         settings = settings.replace(stream=stream)
-    provider = open_provider(settings)  # a missing API key fails here, before a store is created for nothing
+    if resume is not None:  # another store's session, or none, fails before a store is created for nothing
+        from ..agent.sessions import find_session, store_key
+
+        find_session(resume, store=store_key(state.url), namespace=state.namespace)
+    provider = open_provider(settings)  # a missing API key fails here too
     try:
         store = state.store(create=True)
         return Agent(

@@ -9,6 +9,7 @@ error is one line on stderr and exit status 1.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,16 @@ def _run(store: Store, command: dict[str, Any], *, overwrite: bool = False) -> N
     click.echo(result.text)
 
 
+def _read(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(source, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {source}: {exc.strerror or exc}") from exc
+
+
 def _text(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8")
@@ -44,11 +55,11 @@ def _text(data: bytes, where: str) -> str:
 
 @cli.command()
 @click.argument("path")
-@click.argument("source", type=click.File("rb"), default="-", metavar="[FILE]")
+@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True), default="-", metavar="[FILE]")
 @click.option("--overwrite", is_flag=True, help="Replace the file if it exists (its old text stays in the history).")
 @pass_context
 @fail_cleanly
-def write(state: Context, path: str, source: Any, overwrite: bool) -> None:
+def write(state: Context, path: str, source: str, overwrite: bool) -> None:
     """Write a memory file from FILE or standard input (- or nothing).
 
     Refuses a file that exists unless --overwrite is given. The store is created if it does not exist.
@@ -59,7 +70,7 @@ def write(state: Context, path: str, source: Any, overwrite: bool) -> None:
         memdir write /memories/notes.md notes.md --overwrite
     """
     target = parse(path)
-    text = _text(source.read(), "the input" if source.name == "<stdin>" else source.name)
+    text = _text(_read(source), "the input" if source == "-" else source)
     store = state.store(create=True)
     found = store.stat(target)
     if found is not None and found.kind == "file" and not overwrite:

@@ -14,7 +14,7 @@ import click
 
 from ..store import open_store
 from . import Context, _shown, cli, fail_cleanly
-from ._output import iso, print_rows, stdout_is_tty
+from ._output import duration, iso, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -100,11 +100,12 @@ def serve(state: Context, workers: int, **options: Any) -> None:
     url = _served_url(state)
     config = ServerConfig(store_url=url, **options)
     sock = listen(config.host, config.port)  # a taken port is one line, before anything else happens
-    with _registry(state, create=True) as tokens:
-        count = len(tokens.list())
-    if sys.stderr.isatty():
-        _banner(config.host, sock.getsockname()[1], url, count)
-    stopped = run(config, workers=workers, sock=sock)
+    with contextlib.closing(sock):
+        with _registry(state, create=True) as tokens:
+            count = len(tokens.list())
+        if sys.stderr.isatty():
+            _banner(config.host, sock.getsockname()[1], url, count)
+        stopped = run(config, workers=workers, sock=sock)
     if stopped is not None:
         _end_by(stopped)
 
@@ -185,9 +186,7 @@ def token_create(state: Context, namespace: str, label: str | None, expires: str
         MEMDIR_TOKEN=$(memdir --store sqlite:///srv/memdir/memory.db token create -n alice --label laptop)
         memdir --store sqlite:///srv/memdir/memory.db token create -n ci --expires 30d
     """
-    from ..policy.config import parse_duration
-
-    lifetime = None if expires is None else parse_duration(expires, "--expires")
+    lifetime = None if expires is None else duration(expires, "--expires")
     with _registry(state, create=True) as tokens:
         secret, info = tokens.create(namespace, label, expires_in=lifetime)
     click.echo(secret)

@@ -296,6 +296,7 @@ def run_stdio(store: Store, *, name: str | None = None) -> None:
     if not sys.stdin.isatty():
         server.run("stdio")
         return
+    previous = signal.signal(signal.SIGINT, _stop_at_once(store))  # before the notice: Ctrl-C may follow it
     print(  # noqa: T201 - for the person at the terminal, on stderr (stdout is the protocol's)
         f"memdir mcp: serving {name or repr(store)} over stdio, waiting for an MCP client's JSON-RPC messages on "
         "stdin.\nMCP clients start this command themselves (claude mcp add memdir -- memdir mcp --store ...). "
@@ -303,7 +304,6 @@ def run_stdio(store: Store, *, name: str | None = None) -> None:
         file=sys.stderr,
         flush=True,
     )
-    previous = signal.signal(signal.SIGINT, _stop_at_once(store))
     try:
         server.run("stdio")
     finally:
