@@ -719,17 +719,7 @@ def test_the_sync_and_async_classes_offer_the_same_methods() -> None:
         (MemoryTool, AsyncMemoryTool),
         (LocalFilesystemMemoryTool, AsyncLocalFilesystemMemoryTool),
     ):
-        commands = {
-            "call",
-            "execute",
-            "view",
-            "create",
-            "str_replace",
-            "insert",
-            "delete",
-            "rename",
-            "clear_all_memory",
-        }
+        commands = {"call", "execute", "view", "create", "str_replace", "insert", "delete", "rename", "clear_all_memory"}  # fmt: skip
         assert {n for n, is_async in methods(asynchronous).items() if is_async} >= commands
         assert not any(methods(sync)[name] for name in commands)
     helpers = {"_validate_path", "_ensure_memory_root"}

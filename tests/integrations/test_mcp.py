@@ -7,7 +7,6 @@ is opened in this process too, to check what the server wrote and the history it
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import json
 import os
@@ -26,6 +25,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 
 from memdir import MISSING, MemoryTool, Origin, Store, open_store, parse
 from memdir.integrations.mcp import INSTRUCTIONS, build_server
+from support.terminal import ctrl_c_on_a_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -537,38 +537,10 @@ async def test_search_errors_are_tool_errors(client: Client) -> None:
 
 
 def test_on_a_terminal_it_says_what_it_waits_for_and_one_ctrl_c_ends_it(tmp_path: Path) -> None:
-    import pty
-    import select
-    import signal
-    import time
-
     store = tmp_path / "memory"
     env = {**os.environ, "MEMDIR_HOME": str(tmp_path / "home")}
-    pid, fd = pty.fork()
-    if pid == 0:  # the child, on a terminal, as a person would start it
-        os.execve(sys.executable, [sys.executable, "-m", "memdir", "mcp", "--store", str(store)], env)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 60
-        while b"Ctrl-C ends it." not in seen and time.monotonic() < deadline:
-            if select.select([fd], [], [], 0.1)[0]:
-                seen += os.read(fd, 65536)
-        os.write(fd, b"\x03")  # one Ctrl-C
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if select.select([fd], [], [], 0.1)[0]:
-                with contextlib.suppress(OSError):
-                    seen += os.read(fd, 65536)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise AssertionError(f"still running after one Ctrl-C: {seen!r}")
-    finally:
-        os.close(fd)
-    shown = seen.decode().replace("\r\n", "\n")
+    argv = [sys.executable, "-m", "memdir", "mcp", "--store", str(store)]
+    shown, status = ctrl_c_on_a_terminal(argv, env, until=b"Ctrl-C ends it.")
     assert shown.startswith(
         f"Created a new store at {store}.\nmemdir mcp: serving {store} over stdio, waiting for an MCP client's "
         "JSON-RPC messages on stdin.\n"

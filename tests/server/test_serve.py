@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import signal
 import socket
 import subprocess
@@ -24,6 +22,7 @@ from click.testing import CliRunner
 from memdir import open_store
 from memdir.cli import cli
 from memdir.server.tokens import TokenRegistry
+from support.terminal import ctrl_c_on_a_terminal
 
 from .helpers import read_response
 
@@ -228,24 +227,11 @@ def test_a_port_in_use_is_one_clear_line(store_url: str, token: str, tmp_path: P
 
 def on_a_terminal(store_url: str, tmp_path: Path) -> str:
     """What ``memdir serve`` tells a person at a terminal, up to the moment it is ready; then Ctrl-C."""
-    port = free_port()
     env = {**os.environ, "MEMDIR_HOME": str(tmp_path / "home")}
-    command = [sys.executable, "-m", "memdir", "--store", store_url, "serve", "--port", str(port)]
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
-        os.execve(sys.executable, command, env)
-    seen = b""
-    try:
-        deadline = time.monotonic() + 60
-        while b"memdir server ready" not in seen and time.monotonic() < deadline:
-            if select.select([fd], [], [], 0.1)[0]:
-                seen += os.read(fd, 65536)
-        os.write(fd, b"\x03")  # Ctrl-C, typed at the terminal
-        _, status = os.waitpid(pid, 0)
-    finally:
-        os.close(fd)
+    argv = [sys.executable, "-m", "memdir", "--store", store_url, "serve", "--port", str(free_port())]
+    shown, status = ctrl_c_on_a_terminal(argv, env, until=b"memdir server ready")
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT
-    return seen.decode().replace("\r\n", "\n")
+    return shown
 
 
 def test_on_a_terminal_it_says_where_to_open_it_and_warns_when_nobody_can_sign_in(

@@ -55,9 +55,9 @@ class Context:
         if self._store is None:
             url = self.url
             _needs_token(url)
-            created = not self.require_store(allow_missing=create)
+            existed = self.require_store(allow_missing=create)
             self._store = open_store(url, namespace=self.namespace)
-            if created:
+            if not existed:
                 click.echo(f"Created a new store at {_shown(url)}.", err=True)
         return self._store
 

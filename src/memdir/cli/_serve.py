@@ -54,6 +54,11 @@ def _served_url(state: Context) -> str:
     return url
 
 
+def _seconds(name: str, default: float, text: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    kind = click.FloatRange(min=0, min_open=True)
+    return click.option(name, default=default, show_default=True, type=kind, metavar="SECONDS", help=text)
+
+
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
@@ -64,22 +69,8 @@ def _served_url(state: Context) -> str:
 @click.option(
     "--burst", default=200, show_default=True, type=click.IntRange(1), help="Requests a token may send at once."
 )
-@click.option(
-    "--header-timeout",
-    default=10.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Time a client has to send a request's head (slow clients get 408).",
-)
-@click.option(
-    "--body-timeout",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Time a client has to send a request's body, once its head has come.",
-)
+@_seconds("--header-timeout", 10.0, "Time a client has to send a request's head (slow clients get 408).")
+@_seconds("--body-timeout", 60.0, "Time a client has to send a request's body, once its head has come.")
 @_with_store
 @fail_cleanly
 def serve(state: Context, workers: int, **options: Any) -> None:
@@ -163,9 +154,9 @@ def _registry(state: Context, *, create: bool = False) -> Iterator[TokenRegistry
     from ..server.tokens import TokenRegistry
 
     url = _served_url(state)
-    created = not state.require_store(allow_missing=create)
+    existed = state.require_store(allow_missing=create)
     with open_store(url) as store:
-        if created:
+        if not existed:
             click.echo(f"Created a new store at {_shown(url)}.", err=True)
         yield TokenRegistry(store.aux)
 
