@@ -3,12 +3,18 @@
 Errors reach the user in one place (`fail_cleanly`): a `MemdirError` becomes one line on stderr and exit
 status 1; anything unexpected is logged with its traceback to the memdir log and reported in one line too.
 
+The store a command gets (`Context.store`) is behind the gate (`memdir.gate`) as the local user (actor ``user``,
+channel ``cli``), so the write policy, the limits and the audit log apply to every command; each command is one
+entry of the audit log, named after it. A memdir server's store (``http://...``) is a thin client: the server's
+gate applies.
+
 The commands live by theme: the memory tool and the store's location here, reading and restoring files in
 `_files`, archives and the doctor in `_admin`; the output helpers they share in `_output`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -21,11 +27,12 @@ import click
 from .._version import __version__
 from ..config import data_dir, default_store_url
 from ..errors import MemdirError
+from ..gate import Caller, GatedStore
 from ..store import DEFAULT_NAMESPACE, Store, open_store
 from ..tool import MemoryTool
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 __all__ = ["Context", "cli", "fail_cleanly", "main", "pass_context"]
 
@@ -42,15 +49,32 @@ class Context:
         self.store_url = store_url
         self.namespace = namespace
         self._store: Store | None = None
+        self._command: str | None = None
+        self._calls = contextlib.ExitStack()
 
     @property
     def url(self) -> str:
         return self.store_url or default_store_url()
 
     def store(self) -> Store:
+        """The store, behind the gate as the local user (a server's store: as the server's gate has it)."""
         if self._store is None:
-            self._store = open_store(self.store_url, namespace=self.namespace)
+            backend = open_store(self.store_url, namespace=self.namespace)
+            self._store = backend if backend.runs_commands else GatedStore(backend, Caller("user", channel="cli"))
+            if self._command is not None and isinstance(self._store, GatedStore):
+                self._calls.enter_context(self._store.call(self._command))
         return self._store
+
+    @contextlib.contextmanager
+    def command(self, name: str) -> Iterator[None]:
+        """Run one CLI command: the store operations it makes are one audit entry named ``name``."""
+        self._command = name
+        try:
+            with self._calls:
+                yield
+        finally:
+            self._command = None
+            self._calls = contextlib.ExitStack()
 
     def close(self) -> None:
         if self._store is not None:
@@ -107,6 +131,15 @@ def _open_log() -> Callable[[], None]:
 _pass_state = click.make_pass_decorator(Context)
 
 
+def _command_name(ctx: click.Context) -> str:
+    """``review approve`` for ``memdir review approve 3``: the command path below the group."""
+    names: list[str] = []
+    while ctx.parent is not None:
+        names.append(ctx.info_name or "?")
+        ctx = ctx.parent
+    return " ".join(reversed(names)) or "memdir"
+
+
 def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """A subcommand's own --store/--namespace wins over the group's (``memdir mcp --store URL`` reads as
     people write it; ``memdir --store URL mcp`` works too)."""
@@ -115,8 +148,15 @@ def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
-    """Pass the shared `Context` and accept ``--store``/``--namespace`` after the subcommand as well."""
-    wrapped = _pass_state(fn)
+    """Pass the shared `Context` (running the command as one audit entry) and accept ``--store``/``--namespace``
+    after the subcommand as well."""
+
+    @functools.wraps(fn)
+    def in_command(state: Context, *args: Any, **kwargs: Any) -> R:
+        with state.command(_command_name(click.get_current_context())):
+            return fn(state, *args, **kwargs)
+
+    wrapped = _pass_state(in_command)
     wrapped = click.option(
         "--namespace",
         "-n",

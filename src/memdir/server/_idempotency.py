@@ -35,7 +35,7 @@ from ._errors import ApiError
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ..store._base import Origin, Version
+    from ..store._base import Version
     from ..tool import MemoryTool
 
 __all__ = ["KEY_PATTERN", "REPLAYED", "moved", "once", "removed", "run_tool_once", "written"]
@@ -48,12 +48,11 @@ REPLAYED = {HEADER_REPLAYED: "true"}  # on an answer rebuilt from an earlier att
 
 
 def once(
-    store: Store, origin: Origin, change: Callable[[], T], recorded: Callable[[list[Version]], T | None]
+    store: Store, key: str | None, change: Callable[[], T], recorded: Callable[[list[Version]], T | None]
 ) -> tuple[T, bool]:
-    """(``change()``, False), unless a request with the key ``origin.request`` was applied already: then (what it
+    """(``change()``, False), unless a request with the idempotency key ``key`` was applied already: then (what it
     recorded, through ``recorded``, True). ``recorded`` answers None when the versions are not this request's:
     the key was used for another change."""
-    key = origin.request
     if key is None or not store.records_requests:
         return change(), False
     found = store.requested(key)

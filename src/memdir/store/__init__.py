@@ -16,7 +16,6 @@ A backend is a `Store` subclass plus an opener registered for a URL scheme with 
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from ._base import (
     Version,
     check_namespace,
 )
+from ._urls import redact_url
 from .directory import DirectoryStore
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -73,26 +73,6 @@ _BACKENDS: dict[str, Opener] = {}
 def register_backend(scheme: str, opener: Opener) -> None:
     """Make ``scheme:...`` URLs open with ``opener(url, namespace=..., **options)``."""
     _BACKENDS[scheme.lower()] = opener
-
-
-def redact_url(url: str) -> str:
-    """The store URL as it may be shown (``memdir where``, logs, errors): a password, in the user part
-    (``postgresql://me:secret@db/m``) or the query (``?password=secret``), replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    if not parts.scheme or len(parts.scheme) == 1:  # a directory path (or a Windows drive) has no password
-        return url
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    shown_query = parts.query
-    if any(key == "password" for key, _ in query):
-        hidden = [(key, "***" if key == "password" else value) for key, value in query]
-        shown_query = urllib.parse.urlencode(hidden, safe="*")
-    netloc = parts.netloc
-    userinfo, at, host = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.partition(':')[0]}:***@{host}"
-    if (netloc, shown_query) == (parts.netloc, parts.query):
-        return url  # shown exactly as given
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=shown_query))
 
 
 def _after_scheme(url: str) -> str:
