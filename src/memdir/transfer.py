@@ -373,6 +373,12 @@ def _destination(dst_url: str, namespace: str, dry_run: bool, *, many: bool) -> 
                 "a memdir server URL reaches only its token's namespace: copy one namespace at a time (--namespace)"
             )
         if dst.runs_commands:  # a memdir server: its own gate screens, records and audits what it is sent
+            if not getattr(dst, "admin", False):
+                raise TransferError(
+                    "the destination's token is not an admin token: the server would record every copied version "
+                    "as the token's, now, so the history would not be the source's; create one with "
+                    "`memdir token create --admin` where the server runs"
+                )
             yield dst
             return
         gate = GatedStore(dst, Caller("user", channel="migrate", admin=True))

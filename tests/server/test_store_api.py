@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import time
 import zipfile
 
 import httpx
@@ -63,15 +64,15 @@ def test_preconditions_and_their_errors(http: httpx.Client) -> None:
 
 def test_the_origin_headers_are_recorded_as_sent(http: httpx.Client) -> None:
     headers = {
-        "X-Memdir-Actor": "agent-%E2%9C%93",
-        "X-Memdir-Session": "s%201",
+        "X-Memdir-Actor": "model",
+        "X-Memdir-Session": "s%201%20%E2%9C%93",
         "X-Memdir-Source": "web%3A%2F%2Fexample",
     }
     version = http.put("/v1/files/memories/a.md", content=b"x", params={"op": "create"}, headers=headers).json()
     assert (version["op"], version["actor"], version["session"], version["source"]) == (
         "create",
-        "agent-✓",
-        "s 1",
+        "model",
+        "s 1 ✓",
         "web://example",
     )
 
@@ -139,14 +140,23 @@ def test_history_versions_restore_log_and_blobs(http: httpx.Client) -> None:
     assert ([v["version"] for v in rest["versions"]], rest["next"]) == ([4], None)
 
 
-def test_a_version_from_elsewhere_is_replayed_with_its_metadata(http: httpx.Client) -> None:
+def test_a_version_from_elsewhere_is_replayed_as_the_callers_now(http: httpx.Client) -> None:
+    """The change and its content are replayed; who made it and when are the server's to record (a token cannot
+    pass its change off as someone else's, or as an old one)."""
     record = {
         "version": 17, "path": "/memories/a.md", "op": "create", "actor": "model", "session": "s9", "source": "web",
         "timestamp": 1_700_000_000.5, "sha256": hashlib.sha256(b"hi").hexdigest(), "size": 2, "old_path": None,
     }  # fmt: skip
     body = {"version": record, "content": base64.b64encode(b"hi").decode()}
+    before = time.time()
     replayed = http.post("/v1/versions", json=body).json()
-    assert {**replayed, "version": 17} == record and replayed["version"] == 1
+    assert (replayed["version"], replayed["op"], replayed["sha256"], replayed["size"]) == (
+        1,
+        "create",
+        record["sha256"],
+        2,
+    )
+    assert replayed["actor"] == "user" and replayed["session"].startswith("token-") and replayed["timestamp"] >= before
     assert http.get("/v1/files/memories/a.md").content == b"hi"
     assert error_of(http.post("/v1/versions", json={**body, "content": "not base64!"})) == (400, "invalid_request")
     bad_path = {**body, "version": {**record, "path": "/memories/../x"}}

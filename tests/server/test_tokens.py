@@ -78,8 +78,8 @@ def test_the_token_commands_on_postgres(tmp_path: Path) -> None:
     assert created.exit_code == 0, created.output
     token = created.stdout.strip()
     listed = runner.invoke(cli, ["--store", url, "token", "list"]).stdout.splitlines()
-    token_id, namespace, label, _created, revoked = listed[0].split("\t")
-    assert (namespace, label, revoked) == ("alice", "ci", "-")
+    token_id, namespace, label, _created, revoked, admin = listed[0].split("\t")
+    assert (namespace, label, revoked, admin) == ("alice", "ci", "-", "-")
     with open_store(url) as store:
         assert TokenRegistry(store.aux).verify(token) is not None  # another process's token, in the same table
     assert runner.invoke(cli, ["--store", url, "token", "revoke", token_id]).exit_code == 0

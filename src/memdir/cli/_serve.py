@@ -102,9 +102,15 @@ def _registry(state: Context) -> Iterator[TokenRegistry]:
 @token.command("create")
 @click.option("--namespace", "-n", required=True, metavar="NAME", help="The namespace the token opens.")
 @click.option("--label", metavar="TEXT", help="A note to recognise the token by in `memdir token list`.")
+@click.option(
+    "--admin",
+    is_flag=True,
+    help="Let its imports keep the actors and times they carry (memdir import or migrate-store into this server); "
+    "anyone else's are recorded as theirs, now.",
+)
 @_with_store
 @fail_cleanly
-def token_create(state: Context, namespace: str, label: str | None) -> None:
+def token_create(state: Context, namespace: str, label: str | None, admin: bool) -> None:
     """Create a token for one namespace and print it: it is shown only this once.
 
     Example:
@@ -112,7 +118,7 @@ def token_create(state: Context, namespace: str, label: str | None) -> None:
         MEMDIR_TOKEN=$(memdir --store sqlite:///srv/memdir/memory.db token create -n alice --label laptop)
     """
     with _registry(state) as tokens:
-        secret, info = tokens.create(namespace, label)
+        secret, info = tokens.create(namespace, label, admin=admin)
     click.echo(secret)
     click.echo(
         f"Created token {info.id} for namespace {info.namespace!r}. Keep it now: it is not shown again.", err=True
@@ -134,12 +140,17 @@ def token_list(state: Context, include_revoked: bool, as_json: bool) -> None:
     with _registry(state) as tokens:
         found = tokens.list(include_revoked=include_revoked)
     if as_json:
-        data = [{"id": t.id, "namespace": t.namespace, "label": t.label, "created": iso(t.created),
-                 "revoked": None if t.revoked is None else iso(t.revoked)} for t in found]  # fmt: skip
+        data = [
+            {"id": t.id, "namespace": t.namespace, "label": t.label, "created": iso(t.created),
+             "revoked": None if t.revoked is None else iso(t.revoked), "admin": t.admin}
+            for t in found
+        ]  # fmt: skip
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    rows = [(t.id, t.namespace, t.label or "-", iso(t.created), iso(t.revoked)) for t in found]
-    print_rows(("Id", "Namespace", "Label", "Created", "Revoked"), rows, stdout_is_tty())
+    rows = [
+        (t.id, t.namespace, t.label or "-", iso(t.created), iso(t.revoked), "admin" if t.admin else "-") for t in found
+    ]
+    print_rows(("Id", "Namespace", "Label", "Created", "Revoked", "Admin"), rows, stdout_is_tty())
 
 
 @token.command("revoke")

@@ -28,12 +28,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._wire import code_for
 from ..errors import (
     AlreadyExistsError,
     BlockedError,
     ConflictError,
     FileTooLargeError,
     HeldError,
+    MemdirError,
     NotFoundError,
     PathError,
     PolicyError,
@@ -125,8 +127,12 @@ class GatedStore(Store):
             yield receipt
         except HeldError:
             raise  # the receipt says "quarantine": not a failure
-        except BaseException:
+        except BaseException as exc:
+            # A refused command is recorded with the error's code (`conflict`, `not_found`...) and no content.
             receipt.failed = True
+            receipt.sha256 = receipt.size = receipt.version = None
+            if isinstance(exc, MemdirError) and receipt.detail is None:
+                receipt.detail = code_for(exc)
             raise
         finally:
             _ACTIVE.reset(token)
@@ -385,16 +391,19 @@ class GatedStore(Store):
         receipt: Receipt,
     ) -> Version:
         stored: list[bytes] = []
-        usage = self.inner.usage() if self._needs_usage(quota) else None
+        limits = self._effective_quota(quota)
+        # A backend that cannot check the limits in the write's transaction: the usage is read first (nothing
+        # else is read inside its write lock), and the change checked against it.
+        usage = self.inner.usage() if limits is not None and not self.inner.checks_quota else None
 
         def apply(before: FileData) -> bytes:
             content = self._gated(target, before, change(before), receipt)
-            if usage is not None and quota is not None:
-                quota.check(usage, 0, len(content) - len(before.content))
+            if usage is not None and limits is not None:
+                limits.check(usage, 0, len(content) - len(before.content))
             stored[:] = [content]
             return content
 
-        limits = self._effective_quota(quota) if self.inner.checks_quota else None
+        limits = limits if self.inner.checks_quota else None
         try:
             version = self.inner.update(target, apply, origin=who, op=op, quota=limits)
         except _Hold as held:
@@ -492,9 +501,14 @@ class GatedStore(Store):
 
     def _provenance(self, version: Version) -> Version:
         """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now."""
-        if self.caller.admin:
-            who = self._origin(Origin(version.actor, version.session, version.source), version.op)
-            return dataclasses.replace(version, actor=who.actor, session=who.session, source=who.source)
+        policy = self.rules.policy
+        if self.caller.admin:  # as carried, with any secret in its labels redacted
+            return dataclasses.replace(
+                version,
+                actor=redacted_label(policy, version.actor) or version.actor,
+                session=redacted_label(policy, version.session),
+                source=redacted_label(policy, version.source),
+            )
         who = self._origin(None, "write")
         return dataclasses.replace(
             version, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
@@ -549,10 +563,6 @@ class GatedStore(Store):
             max_files=_least(own.max_files, quota.max_files),
             max_bytes=_least(own.max_bytes, quota.max_bytes),
         )
-
-    def _needs_usage(self, quota: Quota | None) -> bool:
-        """Whether the usage must be read before a write (a backend that cannot check limits in the write)."""
-        return not self.inner.checks_quota and self._effective_quota(quota) is not None
 
     def _quota(self, quota: Quota | None, added_files: int, added_bytes: int) -> Quota | None:
         """The limits to hand the backend for a new file (checked here first when the backend cannot)."""

@@ -31,6 +31,7 @@ __all__ = ["Gate", "Principal"]
 class Principal:
     token_id: str
     namespace: str
+    admin: bool = False  # an admin token: its imports keep the provenance they carry
 
 
 class Gate:
@@ -54,7 +55,7 @@ class Gate:
         if info is None:
             # One message for unknown, malformed and revoked: which of them it was is no business of the sender.
             raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed or revoked)")
-        principal = Principal(info.id, info.namespace)
+        principal = Principal(info.id, info.namespace, info.admin)
         logged = request_info(scope)
         logged["namespace"], logged["token_id"] = principal.namespace, principal.token_id
         wait = self.limiter.check(principal.token_id)

@@ -135,8 +135,8 @@ class Call:
         ``token-<id>``), the source, the request's ``Idempotency-Key``. Pinned: nothing below can change it."""
         origin = self.origin(actor=actor, session=session or f"token-{self.principal.token_id}", actors=actors)
         return Caller(
-            origin.actor, origin.session, origin.source, channel, self.principal.token_id, pinned=True,
-            request=origin.request,
+            origin.actor, origin.session, origin.source, channel, self.principal.token_id,
+            admin=self.principal.admin, pinned=True, request=origin.request,
         )  # fmt: skip
 
     async def _in_thread(self, work: Callable[[], T], writes: bool) -> T:

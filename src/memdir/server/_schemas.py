@@ -250,6 +250,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 "type": "boolean",
                 "description": "Whether this server's store records Idempotency-Key (so a change may be resent).",
             },
+            "admin": {
+                "type": "boolean",
+                "description": "An admin token (`memdir token create --admin`): its imports keep the provenance "
+                "they carry; any other token's are recorded as its own, now.",
+            },
         },
     },
     **WEB_SCHEMAS,

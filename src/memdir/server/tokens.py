@@ -53,6 +53,11 @@ def _create_tokens(schema: Schema) -> None:
     )
 
 
+@migrations("0004-admin")
+def _admin_tokens(schema: Schema) -> None:
+    schema.script("ALTER TABLE memdir_tokens ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;")
+
+
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
     """What is known about a token (never the token itself)."""
@@ -62,6 +67,7 @@ class TokenInfo:
     label: str | None
     created: float
     revoked: float | None = None
+    admin: bool = False  # may replay versions with the actors and times they carry (an import, a migration)
 
     @property
     def active(self) -> bool:
@@ -77,14 +83,15 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
 
-_COLUMNS = "id, namespace, label, created, revoked"
+_COLUMNS = "id, namespace, label, created, revoked, admin"
 
 
 def _info(row: tuple[Any, ...]) -> TokenInfo:
-    id_, namespace, label, created, revoked = row
+    id_, namespace, label, created, revoked, admin = row
     return TokenInfo(
-        str(id_), str(namespace), None if label is None else str(label), float(created), _optional_float(revoked)
-    )
+        str(id_), str(namespace), None if label is None else str(label), float(created), _optional_float(revoked),
+        bool(admin),
+    )  # fmt: skip
 
 
 def _optional_float(value: Any) -> float | None:
@@ -98,17 +105,18 @@ class TokenRegistry:
         self._db = db
         db.ensure(migrations)
 
-    def create(self, namespace: str, label: str | None = None) -> tuple[str, TokenInfo]:
-        """A new token for ``namespace``: (the token, shown once and never stored, and its record)."""
+    def create(self, namespace: str, label: str | None = None, *, admin: bool = False) -> tuple[str, TokenInfo]:
+        """A new token for ``namespace``: (the token, shown once and never stored, and its record). An ``admin``
+        token's imports keep the provenance they carry (`memdir.gate.Caller.admin`)."""
         check_namespace(namespace)
         if label is not None and (len(label) > _MAX_LABEL or not label.isprintable()):
             raise ConfigError(f"a token label is printable text of at most {_MAX_LABEL} characters")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        info = TokenInfo(secrets.token_hex(6), namespace, label, time.time())
+        info = TokenInfo(secrets.token_hex(6), namespace, label, time.time(), admin=admin)
         with self._db.transaction("create a token") as conn:
             conn.execute(
-                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created) VALUES (?, ?, ?, ?, ?)",
-                (info.id, _digest(token), info.namespace, info.label, info.created),
+                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, admin) VALUES (?, ?, ?, ?, ?, ?)",
+                (info.id, _digest(token), info.namespace, info.label, info.created, int(admin)),
             )
         return token, info
 

@@ -81,6 +81,7 @@ __all__ = ["TOKEN_ENV", "RemoteStore"]
 TOKEN_ENV = "MEMDIR_TOKEN"
 _PAGE = 1000
 _MAX_HITS = 100  # the server's bound on one search
+_MAX_QUERY = 1000  # and on its query, in characters
 _TOOL_ACTORS = frozenset({"model", "user"})
 _MAX_RETRY_AFTER = 10.0  # seconds: a longer wait is the caller's decision, not a library's
 _BACKOFF = 0.1  # seconds before the first retry; doubled each time, up to _MAX_BACKOFF
@@ -126,6 +127,8 @@ class RemoteStore(Store):
             self.token_id = str(who["token_id"])
             # Whether the server's store records idempotency keys, so that a change may be sent again.
             self.idempotent_writes = who.get("idempotent_writes") is True
+            # Whether the token's imports keep the provenance they carry (else they are recorded as the token's).
+            self.admin = who.get("admin") is True
         except BaseException:
             self._client.close()
             raise
@@ -266,7 +269,13 @@ class RemoteStore(Store):
         """(hits, the mode the server used, its note): one ``GET /v1/search``."""
         from ..search._hit import SearchHit  # search loads only when searching
 
-        params: dict[str, Any] = {"q": query, "limit": min(max(limit, 1), _MAX_HITS), "mode": mode}
+        # What a query parameter can carry: no NUL, no lone surrogate (a local search treats them as no word).
+        query = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+        if not query.strip():
+            return [], "fts", "An empty query matches nothing."  # as a local store's search answers it
+        # The server bounds a query (1,000 characters); a longer one is searched by its first words.
+        shown = query if len(query) <= _MAX_QUERY else query[:_MAX_QUERY].rsplit(" ", 1)[0] or query[:_MAX_QUERY]
+        params: dict[str, Any] = {"q": shown, "limit": min(max(limit, 1), _MAX_HITS), "mode": mode}
         if path_prefix is not None:
             params["prefix"] = as_path(path_prefix).virtual
         data = self._json("GET", "/v1/search", params=params)

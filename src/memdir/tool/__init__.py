@@ -218,6 +218,8 @@ class MemoryTool:
             text = f"Error: The memory store could not complete the `{str(name)[:40]}` command: {exc}"
             return ToolResult(text, is_error=True, temporary=isinstance(exc, StorageUnavailableError))
         blocks = tuple(answer.get("content") or ())
+        if all(block.get("type") == "text" for block in blocks):
+            blocks = ()  # the text alone, as the tool answers it here
         return ToolResult(str(answer["text"]), is_error=bool(answer["is_error"]), content=blocks)
 
     def _dispatch(self, raw: Mapping[str, Any] | object) -> ToolResult:
@@ -316,8 +318,10 @@ class MemoryTool:
             return error("Error: Parameter `old_str` of command `str_replace` must not be empty.")
         encodable(old_str, "old_str")
         encodable(new_str, "new_str")
+        before: list[str] = []
 
         def change(text: str) -> str:
+            before[:] = [text]
             found = occurrences(text, old_str)
             if not found:
                 raise Refusal(f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}.")
@@ -334,7 +338,7 @@ class MemoryTool:
         if refused is not None:
             return refused
         text = (receipt.content or b"").decode("utf-8")
-        region = receipt.regions[-1] if receipt.regions else (0, len(text))
+        region = render.replaced_region(before[0] if before else "", text, old_str, new_str)
         return ToolResult(render.edited(text, region) + render.note(receipt.findings))
 
     # -- insert -------------------------------------------------------------------------------------------

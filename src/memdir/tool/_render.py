@@ -30,6 +30,7 @@ __all__ = [
     "name_blocked",
     "note",
     "over_quota",
+    "replaced_region",
     "snippet",
     "too_large",
     "tree_rows",
@@ -151,6 +152,29 @@ def file_view(path: str, lines: list[str], first: int, last: int, max_chars: int
             f"{max_chars:,} characters. Use view_range, e.g. [{end + 1}, -1], to see the rest.]"
         )
     return ToolResult(text)
+
+
+def replaced_region(old_text: str, new_text: str, old_str: str, new_str: str) -> tuple[int, int]:
+    """Where a str_replace landed in the stored ``new_text`` (after the gate and auto memory): from where
+    ``old_str`` was to where the text after it resumes (so a secret the write policy redacted inside ``new_str`` is
+    inside the region), even when auto memory also re-stamped the frontmatter above it; else the span between the
+    texts' common prefix and suffix. The server's replay of an answer (`memdir.server._idempotency`) uses it too."""
+    at = old_text.find(old_str) if old_str else -1
+    tail = old_text[at + len(old_str) :] if at >= 0 else None
+    if tail is not None and new_text.endswith(tail):
+        end = len(new_text) - len(tail)
+        if new_text.startswith(old_text[:at]):
+            return at, end
+        if new_text[:end].endswith(new_str):
+            return end - len(new_str), end
+    prefix = 0
+    limit = min(len(old_text), len(new_text))
+    while prefix < limit and old_text[prefix] == new_text[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old_text[-1 - suffix] == new_text[-1 - suffix]:
+        suffix += 1
+    return prefix, len(new_text) - suffix
 
 
 def edited(text: str, region: tuple[int, int]) -> str:
