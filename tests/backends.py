@@ -55,12 +55,12 @@ class LiveServer:
         self._thread.join(30)
         self._socket.close()
 
-    def token(self, namespace: str = "default", label: str | None = None) -> str:
-        return str(self.services.tokens.create(namespace, label)[0])
+    def token(self, namespace: str = "default", label: str | None = None, *, admin: bool = False) -> str:
+        return str(self.services.tokens.create(namespace, label, admin=admin)[0])
 
-    def url_for(self, namespace: str = "default") -> str:
+    def url_for(self, namespace: str = "default", *, admin: bool = False) -> str:
         """A store URL carrying a new token for ``namespace``."""
-        return f"http://{self.token(namespace)}@127.0.0.1:{self.port}"
+        return f"http://{self.token(namespace, admin=admin)}@127.0.0.1:{self.port}"
 
     def __enter__(self) -> LiveServer:
         return self.start()
@@ -128,7 +128,9 @@ def store_url(kind: str, tmp_path: Path) -> str:
     if kind == "sqlite":
         return f"sqlite://{tmp_path / 'memory.db'}"
     if kind == "remote":
-        return live_server(tmp_path).url_for("default")
+        # An admin token: the contract suite's remote store is a trusted client's, whose replayed versions keep
+        # their provenance (`import_version`); what any other token gets is tested in tests/gate.
+        return live_server(tmp_path).url_for("default", admin=True)
     if kind == "postgres":
         return database_url(str(tmp_path))
     return str(tmp_path / "store")
@@ -147,7 +149,7 @@ def make_store(backend: str, tmp_path: Path) -> Iterator[StoreFactory]:
 
     def factory(namespace: str = "default") -> Store:
         # A remote store's namespace is its token's: each namespace asked for gets a token of its own.
-        target = live_server(tmp_path).url_for(namespace) if backend == "remote" else url
+        target = live_server(tmp_path).url_for(namespace, admin=True) if backend == "remote" else url
         store = open_store(target, namespace=namespace)
         opened.append(store)
         return store

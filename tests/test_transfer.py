@@ -102,11 +102,9 @@ def test_ops_actors_sessions_and_sources_survive(source: str, places: Callable[[
         "create", "str_replace", "insert", "create", "create", "create", "rename", "rename", "rename", "delete",
         "create", "restore", "create",
     ]  # fmt: skip
-    assert {(v.actor, v.session, v.source) for v in copied} == {
-        ("model", "s-1", "chat"),
-        ("model", "s-2", None),
-        ("user", None, "cli"),
-    }
+    # A memdir server records a write sent without a session under its token's (`token-<id>`): who wrote it.
+    sessions = {(v.actor, None if (v.session or "").startswith("token-") else v.session, v.source) for v in copied}
+    assert sessions == {("model", "s-1", "chat"), ("model", "s-2", None), ("user", None, "cli")}
     moved = [v for v in copied if v.op == "rename"]
     assert [(v.old_path.virtual if v.old_path else None, v.path.virtual) for v in moved] == [
         ("/memories/pic.png", "/memories/img/pic.png"),
@@ -457,10 +455,10 @@ def test_a_server_destination_takes_one_namespace_at_a_time(tmp_path: Path) -> N
     src_url = seeded_sqlite(tmp_path / "a.db", "default", "work")
     server = live_server(tmp_path / "server")
     with pytest.raises(ConfigError, match="reaches only its token's namespace"):
-        migrate_store(src_url, server.url_for("work"), namespace=None)
+        migrate_store(src_url, server.url_for("work", admin=True), namespace=None)
     with open_store(server.url_for("work")) as remote:
         assert list(remote.log()) == []
-    (report,) = migrate_store(src_url, server.url_for("archive"), namespace="work")
+    (report,) = migrate_store(src_url, server.url_for("archive", admin=True), namespace="work")
     assert (report.namespace, report.destination, report.copied) == ("work", "archive", 2)
 
 
@@ -468,10 +466,20 @@ def test_two_tokens_of_one_server_copy_between_its_namespaces_but_not_into_the_s
     server = live_server(tmp_path)
     with open_store(server.url_for("work")) as work:
         build_history(work)
-    (report,) = migrate_store(server.url_for("work"), server.url_for("copy"))
+    (report,) = migrate_store(server.url_for("work"), server.url_for("copy", admin=True))
     assert (report.namespace, report.destination, report.copied) == ("work", "copy", 13)
     with pytest.raises(ConfigError, match="name the same namespace of the same store"):
-        migrate_store(server.url_for("work"), server.url_for("work"))
+        migrate_store(server.url_for("work"), server.url_for("work", admin=True))
+
+
+def test_a_server_destination_needs_an_admin_token(tmp_path: Path) -> None:
+    """Any other token's writes are recorded as the token's, now: the copy would not be the source's history."""
+    src_url = seeded_sqlite(tmp_path / "a.db", "work")
+    server = live_server(tmp_path / "server")
+    with pytest.raises(TransferError, match="not an admin token"):
+        migrate_store(src_url, server.url_for("copy"), namespace="work")
+    with open_store(server.url_for("copy")) as remote:
+        assert list(remote.log()) == []  # refused before anything was written
 
 
 # -- listing namespaces ---------------------------------------------------------------------------------------

@@ -23,10 +23,12 @@ from .errors import (
     AlreadyExistsError,
     ArchiveError,
     AuthenticationError,
+    BlockedError,
     ConfigError,
     ConflictError,
     CorruptStoreError,
     EncodingError,
+    HeldError,
     HistoryUnavailableError,
     LimitError,
     MemdirError,
@@ -125,6 +127,18 @@ ERRORS: dict[str, ErrorCode] = {
         ErrorCode("limit_exceeded", 422, "A size or count limit would be exceeded; nothing was written."),
         ErrorCode("encoding_error", 422, "Bytes that are not UTF-8 where text is required."),
         ErrorCode("archive_error", 422, "An archive that cannot be used, or an import that was refused."),
+        ErrorCode(
+            "policy_refused",
+            422,
+            "The write policy refused the write (a secret it blocks, a secret in a file name); nothing was written. "
+            "`reasons` says why, `rules` which rules matched.",
+        ),
+        ErrorCode(
+            "held_for_review",
+            422,
+            "The write policy held the write for a person to review (quarantine item `item`, `GET /v1/review`); "
+            "it is not applied unless approved.",
+        ),
         ErrorCode("refused", 422, "memdir refused the request for another reason; the message says why."),
         ErrorCode("idempotency_key_reused", 422, "The Idempotency-Key was already used for a different change."),
         ErrorCode("rate_limited", 429, "Too many requests with this token; wait Retry-After seconds."),
@@ -158,6 +172,8 @@ _CODES_BY_CLASS: tuple[tuple[type[MemdirError], str], ...] = (
     (NotAFileError, "not_a_file"),
     (NotADirectoryError_, "not_a_directory"),
     (ConflictError, "conflict"),
+    (HeldError, "held_for_review"),
+    (BlockedError, "policy_refused"),
     (RateLimitError, "rate_limited"),
     (LimitError, "limit_exceeded"),
     (EncodingError, "encoding_error"),
@@ -206,6 +222,8 @@ def error_from_body(status: int, body: object) -> MemdirError:
         return PathError(str(error.get("path", "")), str(error.get("kind", "not_allowed")), str(error.get("why", "")))
     if code == "rate_limited":
         return RateLimitError(message, retry_after=_seconds(error.get("retry_after")))
+    if code in ("policy_refused", "held_for_review"):
+        return _policy_error(code, message, error)
     if code == "unavailable":
         return StorageUnavailableError(message)
     if code == "insufficient_storage":
@@ -214,6 +232,16 @@ def error_from_body(status: int, body: object) -> MemdirError:
     if simple is not None:
         return simple(message)
     return StorageError(f"the server refused the request ({code}): {message}")
+
+
+def _policy_error(code: str, message: str, error: dict[str, Any]) -> MemdirError:
+    reasons = str(error.get("reasons") or message)
+    found = error.get("rules")
+    rules = tuple(str(r) for r in found) if isinstance(found, list) else ()
+    item = error.get("item")
+    if code == "held_for_review" and isinstance(item, int):
+        return HeldError(message, item=item, reasons=reasons, rules=rules)
+    return BlockedError(message, reasons=reasons, rules=rules)
 
 
 def _seconds(value: object) -> float:

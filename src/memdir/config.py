@@ -9,23 +9,13 @@ project (`memdir.project.resolve_store`: the git repository's, under the data di
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import platformdirs
+from ._home import data_dir
 
 __all__ = ["data_dir", "default_store_url"]
 
 
-def data_dir() -> Path:
-    home = os.environ.get("MEMDIR_HOME")
-    if home:
-        return Path(home).expanduser()
-    return Path(platformdirs.user_data_dir("memdir", appauthor=False))
-
-
 def default_store_url() -> str:
     """``MEMDIR_STORE`` if set, else the project's default store (see `memdir.project`)."""
-    from .project import resolve_store  # it reads the settings files, which need this module's data_dir
+    from .project import resolve_store  # it reads the settings files: only when no store was named
 
     return resolve_store().url

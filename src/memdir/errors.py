@@ -9,6 +9,7 @@ MemdirError
 ├── NotADirectoryError_    a path goes *through* a file (``/memories/a.md/b.md``)
 ├── ConflictError          a version precondition failed (someone else wrote first)
 ├── LimitError             a size or count limit would be exceeded; nothing was written
+│   ├── FileTooLargeError  a write would make one file larger than the per-file limit
 │   ├── QuotaError         a write would take the namespace over its file or byte quota
 │   └── RateLimitError     a memdir server asks the client to slow down (``retry_after`` seconds)
 ├── EncodingError          bytes that are not UTF-8 where text is required
@@ -19,6 +20,8 @@ MemdirError
 ├── ArchiveError           an archive that cannot be used (damaged, hostile, another format), or a refused import
 ├── TransferError          a store-to-store copy refused (the destination holds other content) or failing to verify
 ├── PolicyError            a write the policy refused, or a review that cannot be carried out
+│   ├── BlockedError       the write policy refused a write (a secret with `block`, a secret in a file name)
+│   └── HeldError          the write policy held a write for review (quarantine item ``item``); not written yet
 ├── StorageError           the backend failed (disk full, read-only, I/O error)
 │   ├── CorruptStoreError  the backend's files are damaged; `memdir doctor` can help
 │   ├── StorageFullError   the disk (or quota) holding the store is full; nothing was written
@@ -47,11 +50,14 @@ __all__ = [
     "AlreadyExistsError",
     "ArchiveError",
     "AuthenticationError",
+    "BlockedError",
     "ConfigError",
     "ConflictError",
     "ContextOverflowError",
     "CorruptStoreError",
     "EncodingError",
+    "FileTooLargeError",
+    "HeldError",
     "HistoryUnavailableError",
     "LimitError",
     "MaxTurnsError",
@@ -142,6 +148,15 @@ class LimitError(MemdirError):
     """A configured limit would be exceeded. Nothing was written."""
 
 
+class FileTooLargeError(LimitError):
+    """A write would make one file larger than the per-file limit; nothing was written. ``size`` is what the file
+    would have been (bytes, after screening), ``maximum`` the limit, ``image`` whether the image limit applied."""
+
+    def __init__(self, message: str, *, size: int, maximum: int, image: bool = False) -> None:
+        super().__init__(message)
+        self.size, self.maximum, self.image = size, maximum, image
+
+
 class QuotaError(LimitError):
     """A write would take the namespace over its quota (`memdir.store.Quota`); nothing was written.
 
@@ -212,6 +227,25 @@ class TransferError(MemdirError):
 
 class PolicyError(MemdirError):
     """A write the write policy refused, or a quarantined write that cannot be approved or rejected."""
+
+
+class BlockedError(PolicyError):
+    """The write policy refused a write; nothing was written. ``reasons`` says why in words fit for the model and
+    a person (``it contains a secret (line 2: an AWS access key id)``), never quoting the secret; ``rules`` names
+    the rules that matched (``secret:aws-access-key``)."""
+
+    def __init__(self, message: str, *, reasons: str, rules: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons, self.rules = reasons, rules
+
+
+class HeldError(PolicyError):
+    """The write policy held a write for a person to review (quarantine item ``item`` of the namespace): it is not
+    in memory, and is applied only if approved. ``reasons`` and ``rules`` as for `BlockedError`."""
+
+    def __init__(self, message: str, *, item: int, reasons: str, rules: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.item, self.reasons, self.rules = item, reasons, rules
 
 
 class StorageError(MemdirError):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .config import data_dir
+from ._home import data_dir
 from .errors import ConfigError
 from .settings import Settings, find_project_root, load_settings, memory_table, user_config_path
 

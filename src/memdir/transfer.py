@@ -21,6 +21,12 @@ before anything is written. There is no ``--force``: the copy promises the same 
 top of other versions (the numbers and the state at every moment would differ), and making it hold would mean
 erasing the destination's history, which no memdir command does. Copy into an empty namespace or store.
 
+**Through the gate.** The destination is written through the gate (`memdir.gate`) as an admin import: each
+version keeps its op, actor, session, source and time, and its content is screened as every write is, so a
+secret the source still holds raw (written before its policy redacted secrets) is redacted in the copy. A copied
+version that differs from the source's only by such redactions counts as the same version when a run resumes
+or verifies (`memdir.gate.is_redaction_of`). The source's reads are one audit entry of the copy.
+
 **Verification.** After copying, the destination's history must equal the source's (count and every version),
 its current files (paths and SHA-256) must be those the history ends with, and so must the source's: a source
 written to during the copy is reported (run again to copy what it gained).
@@ -40,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError, MemdirError, TransferError
+from .gate import Caller, GatedStore, is_redaction_of
 from .store import DEFAULT_NAMESPACE, open_store, url_scheme
 from .store._base import sha256_hex
 
@@ -96,12 +103,13 @@ def copy_namespace(
     does not verify."""
     started = time.monotonic()
     planned = list(src.log())
-    present = _present(dst, planned)
+    same = _Same(src, dst)
+    present = _present(dst, planned, same)
     final = _final_files(planned)
     copied = 0
     if not dry_run:
         copied = _copy(src, dst, planned, present, progress)
-        _verify(src, dst, planned, final)
+        _verify(src, dst, planned, final, same)
     return TransferReport(
         namespace=src.namespace,
         destination=dst.namespace,
@@ -115,27 +123,39 @@ def copy_namespace(
     )
 
 
-def _same(a: Version, b: Version) -> bool:
-    """The same change, whatever number each store gave it."""
-    return (
-        a.path == b.path
-        and a.op == b.op
-        and a.actor == b.actor
-        and a.session == b.session
-        and a.source == b.source
-        and a.sha256 == b.sha256
-        and a.size == b.size
-        and a.old_path == b.old_path
-        and abs(a.timestamp - b.timestamp) <= _TIME_SLACK
-    )
+class _Same:
+    """Whether a destination version is a source version: the same change, whatever number each store gave it,
+    with the same content or that content with secrets redacted by the destination's gate."""
+
+    def __init__(self, src: Store, dst: Store) -> None:
+        self.src, self.dst = src, dst
+
+    def __call__(self, have: Version, want: Version) -> bool:
+        return (
+            have.path == want.path
+            and have.op == want.op
+            and have.actor == want.actor
+            and have.session == want.session
+            and have.source == want.source
+            and have.old_path == want.old_path
+            and abs(have.timestamp - want.timestamp) <= _TIME_SLACK
+            and self.content(have, want)
+        )
+
+    def content(self, have: Version, want: Version) -> bool:
+        if have.sha256 == want.sha256 and have.size == want.size:
+            return True
+        if have.sha256 is None or want.sha256 is None:
+            return False
+        return is_redaction_of(self.dst.read_blob(have.sha256), self.src.read_blob(want.sha256))
 
 
-def _present(dst: Store, planned: list[Version]) -> int:
+def _present(dst: Store, planned: list[Version], same: _Same) -> int:
     """How many of the source's versions the destination holds already, as the prefix of its history;
     `TransferError` when it holds anything else."""
     present = 0
     for have in dst.log():
-        if present == len(planned) or not _same(have, planned[present]):
+        if present == len(planned) or not same(have, planned[present]):
             raise _unrelated(dst, present, len(planned), have)
         present += 1
     if present == 0 and dst.usage().files:
@@ -215,14 +235,14 @@ def _current_files(store: Store) -> dict[str, tuple[str, int]]:
     return files
 
 
-def _verify(src: Store, dst: Store, planned: list[Version], final: dict[str, tuple[str, int]]) -> None:
+def _verify(src: Store, dst: Store, planned: list[Version], final: dict[str, tuple[str, int]], same: _Same) -> None:
     copied = list(dst.log())
-    if len(copied) != len(planned) or not all(map(_same, copied, planned)):
+    if len(copied) != len(planned) or not all(map(same, copied, planned)):
         raise TransferError(
             f"the destination's history ({len(copied):,} versions) does not match the source's ({len(planned):,}) "
             "after the copy: was the destination written to meanwhile?"
         )
-    if _current_files(dst) != final:
+    if _current_files(dst) != _final_files(copied):
         raise TransferError("the destination's files do not match the source's history after the copy")
     since = planned[-1].version if planned else 0
     if _current_files(src) != final or next(iter(src.log(since)), None) is not None:
@@ -253,7 +273,8 @@ def migrate_store(
     names = [namespace] if namespace is not None else _source_namespaces(src_url)
     reports = []
     for name in names:
-        with open_store(src_url, namespace=name) as src:
+        with open_store(src_url, namespace=name) as raw_src:
+            src = raw_src if raw_src.runs_commands else GatedStore(raw_src, Caller("user", channel="migrate"))
             if next(iter(src.log()), None) is None:
                 if namespace is None:
                     continue  # listed, but without history (yet): nothing to copy
@@ -262,8 +283,22 @@ def migrate_store(
                 if _place(src_url) == _place(dst_url) and src.namespace == dst.namespace:
                     raise ConfigError("SRC_URL and DST_URL name the same namespace of the same store")
                 step = None if progress is None else _labelled(progress, src.namespace)
-                reports.append(copy_namespace(src, dst, dry_run=dry_run, progress=step))
+                with _read_as_one(src):
+                    reports.append(copy_namespace(src, dst, dry_run=dry_run, progress=step))
     return reports
+
+
+@contextlib.contextmanager
+def _read_as_one(src: Store) -> Iterator[None]:
+    """The source's reads (every version's content) as one audit entry of the copy."""
+    if not isinstance(src, GatedStore):
+        yield
+        return
+    try:
+        with src.call("migrate-store"):
+            yield
+    finally:
+        src.flush()
 
 
 def _labelled(progress: Callable[[str, int, int], None], name: str) -> Callable[[int, int], None]:
@@ -337,4 +372,17 @@ def _destination(dst_url: str, namespace: str, dry_run: bool, *, many: bool) -> 
             raise ConfigError(
                 "a memdir server URL reaches only its token's namespace: copy one namespace at a time (--namespace)"
             )
-        yield dst
+        if dst.runs_commands:  # a memdir server: its own gate screens, records and audits what it is sent
+            if not getattr(dst, "admin", False):
+                raise TransferError(
+                    "the destination's token is not an admin token: the server would record every copied version "
+                    "as the token's, now, so the history would not be the source's; create one with "
+                    "`memdir token create --admin` where the server runs"
+                )
+            yield dst
+            return
+        gate = GatedStore(dst, Caller("user", channel="migrate", admin=True))
+        try:
+            yield gate
+        finally:
+            gate.flush()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backends import BACKENDS
 from memdir import MemoryTool, SearchHit, Store, open_store
 from memdir.errors import PathError
 from memdir.search import reindex, search
@@ -19,6 +20,8 @@ NOTES = {
     "/memories/clients/globex.md": "# Globex\nGlobex wants phone calls, never email.\n",
     "/memories/cn/记忆.md": "我们上个月去了北京旅游。\n东京的天气很好。\n",
 }
+
+LOCAL = [b for b in BACKENDS if b != "remote"]  # a memdir server's store searches the server's index
 
 
 def fill(store: Store) -> None:
@@ -204,6 +207,7 @@ def test_a_nul_past_the_binary_check_does_not_stop_the_index(store: Store) -> No
     assert paths(fts(store, "haystack")) == ["/memories/after.md"]
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)  # the index is the server's there
 def test_reindex_rebuilds_from_the_files(store: Store) -> None:
     fill(store)
     fts(store, "email")

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from backends import BACKENDS
 from memdir import SearchHit, Store, open_store
 from memdir.search import _pg, _plan, search
 from memdir.search._text import query_terms
+
+LOCAL = [b for b in BACKENDS if b != "remote"]  # a memdir server's store searches the server's index
 
 
 def planned(store: Store, query: str) -> _plan.Plan:
@@ -91,6 +94,7 @@ def test_the_plan_keeps_namespaces_and_prefixes(make_store: object, small_budget
     assert paths(fts(two, "zeppelin meeting", limit=3, path_prefix="/memories/sub")) == ["/memories/sub/z.md"]
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)  # the index is the server's there
 def test_below_the_budget_the_plan_is_exact_bm25(store: Store) -> None:
     notes(store)
     fts(store, "crew")  # builds the index
@@ -98,6 +102,7 @@ def test_below_the_budget_the_plan_is_exact_bm25(store: Store) -> None:
     assert plan.exact and plan.common == [] and set(plan.ranked) == {"zeppelin", "meeting", "notes"}
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)  # the index is the server's there
 def test_document_frequencies_are_counted_then_extrapolated(store: Store, small_budget: None) -> None:
     notes(store)
     fts(store, "crew")  # builds the index

@@ -16,12 +16,17 @@ from typing import Any
 
 import pytest
 
+from backends import BACKENDS
 from memdir import MemoryTool, Store, ToolResult, open_store
 
 KIB, MIB = 1024, 1024 * 1024
 LISTING = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items and node_modules:"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 4
+
+# A memdir server's store has the server's limits (a client's options have nothing to act on: the commands run on
+# the server), and its gate refuses a file over them before it can be planted: tests/gate/test_doors.py.
+LOCAL = [b for b in BACKENDS if b != "remote"]
 
 
 def run(tool: MemoryTool, **command: Any) -> ToolResult:
@@ -91,6 +96,7 @@ def test_insert_that_would_grow_past_the_limit_writes_nothing(store: Store) -> N
     assert len(store.read("/memories/f.md").content) == 100 * KIB
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_a_configured_file_limit_is_named_in_the_error(store: Store) -> None:
     tool = MemoryTool(store, max_file_bytes=10)
     assert run(tool, command="create", path="/memories/a.md", file_text="0123456789").text == (
@@ -105,6 +111,7 @@ def test_a_configured_file_limit_is_named_in_the_error(store: Store) -> None:
 # -- one namespace: 10,000 files, 50 MiB ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_the_file_count_limit_refuses_new_files_only(store: Store) -> None:
     tool = MemoryTool(store, max_files=3)
     for path in ("/memories/a.md", "/memories/d/b.md", "/memories/d/e/c.md"):
@@ -126,6 +133,7 @@ def test_the_file_count_limit_refuses_new_files_only(store: Store) -> None:
     assert store.usage().files == 3
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_the_namespace_byte_limit_counts_every_write(store: Store) -> None:
     tool = MemoryTool(store, max_total_bytes=100)
     assert not run(tool, command="create", path="/memories/a.md", file_text="a" * 60).is_error
@@ -314,6 +322,7 @@ def test_a_name_with_an_image_extension_but_text_inside_is_text(store: Store) ->
     assert run(tool, command="view", path="/memories/png.md").is_error
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_images_over_the_image_limit_are_refused(store: Store) -> None:
     tool = MemoryTool(store, max_image_bytes=len(PNG))
     store.write("/memories/ok.png", PNG)
@@ -328,6 +337,7 @@ def test_images_over_the_image_limit_are_refused(store: Store) -> None:
     assert [b["type"] for b in result.blocks] == ["text"]
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_the_default_image_limit_is_5_mib(store: Store) -> None:
     tool = MemoryTool(store)
     store.write("/memories/exact.png", PNG + b"\x00" * (5 * MIB - len(PNG)))
@@ -429,6 +439,7 @@ def test_a_listing_of_exactly_16000_characters_is_not_cut_and_one_more_is(store:
     assert body == listing_of(names)[: len(body)]
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_more_than_999999_lines_cannot_be_viewed(store: Store) -> None:
     tool = MemoryTool(store)
     store.write("/memories/many.md", b"\n" * 1_000_000)
@@ -445,6 +456,7 @@ def test_more_than_999999_lines_cannot_be_viewed(store: Store) -> None:
     assert just.text.rsplit("\n", 1)[1].startswith("[Showing lines 1-")
 
 
+@pytest.mark.parametrize("backend", LOCAL, indirect=True)
 def test_a_configured_line_limit(store: Store) -> None:
     tool = MemoryTool(store, max_lines=3)
     run(tool, command="create", path="/memories/three.md", file_text="1\n2\n3\n")

@@ -90,7 +90,8 @@ def test_two_authorization_headers_are_refused(server: LiveServer, raw: Raw) -> 
 def test_a_token_opens_its_namespace(client: Client, server: LiveServer) -> None:
     token = server.token("alice", label="laptop")
     who = client(token=token).get("/v1/whoami").json()
-    assert who == {"namespace": "alice", "token_id": server.services.tokens.verify(token).id, "idempotent_writes": True}
+    token_id = server.services.tokens.verify(token).id
+    assert who == {"namespace": "alice", "token_id": token_id, "idempotent_writes": True, "admin": False}
 
 
 def test_revocation_takes_effect_on_the_next_request_on_the_same_connection(client: Client, server: LiveServer) -> None:
@@ -129,8 +130,8 @@ def test_the_token_commands(tmp_path: Path) -> None:
     assert "not shown again" in created.stderr
     listed = runner.invoke(cli, ["token", "list", "--store", url]).stdout.splitlines()
     assert len(listed) == 1
-    token_id, namespace, label, _created, expires, last_used, revoked = listed[0].split("\t")
-    assert (namespace, label, expires, last_used, revoked) == ("alice", "laptop", "never", "-", "-")
+    token_id, namespace, label, _created, expires, last_used, revoked, admin = listed[0].split("\t")
+    assert (namespace, label, expires, last_used, revoked, admin) == ("alice", "laptop", "never", "-", "-", "-")
     assert token not in runner.invoke(cli, ["token", "list", "--store", url, "--json"]).stdout
     revoked_out = runner.invoke(cli, ["--store", url, "token", "revoke", token_id])
     assert revoked_out.stdout == f"Revoked token {token_id} (namespace 'alice').\n"

@@ -35,8 +35,10 @@ def edit(http: httpx.Client, path: str, content: str, expected: int | None, **he
 
 
 def audit(http: httpx.Client) -> list[dict[str, Any]]:
+    """What the page's requests recorded (channel `web`; a restore is the store API's, channel `http`), without the
+    set-up's writes."""
     entries: list[dict[str, Any]] = http.get("/v1/audit").json()["entries"]
-    return [e for e in entries if e["channel"] == "http"]
+    return [e for e in entries if e["channel"] == "web" or (e["channel"] == "http" and e["command"] == "restore")]
 
 
 # -- the tree -----------------------------------------------------------------------------------------------------

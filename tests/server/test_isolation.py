@@ -196,7 +196,15 @@ def test_the_web_pages_endpoints_stay_in_the_senders_namespace(alice: httpx.Clie
     assert bob.get("/v1/tree/memories").json()["files"] == []
     assert bob.get("/v1/search", params={"q": "launch code", "mode": "fts"}).json()["hits"] == []
     own = bob.get("/v1/audit", params={"path": "/memories/secret.md"}).json()["entries"]
-    assert [(e["command"], e["outcome"]) for e in own] == [("restore", "error"), ("edit", "error")]  # his own tries
+    # His own tries, every read among them, each refused as if there were nothing there:
+    assert [(e["command"], e["outcome"], e["detail"]) for e in own] == [
+        ("view", "error", "not_found"),
+        ("show", "error", "not_found"),
+        ("diff", "error", "not_found"),
+        ("list", "error", "not_found"),
+        ("restore", "error", "not_found"),
+        ("edit", "error", "conflict"),
+    ]
     assert SHA not in str(own)
     assert bob.get("/v1/verify").json() == {"ok": True, "files": 0, "discrepancies": []}
     assert_secret_untouched(alice)

@@ -200,7 +200,7 @@ def test_a_change_racing_its_own_retry_is_stopped_by_the_store(keyed_url: str) -
 
         late = Late()
         change: Callable[[], Any] = lambda: store.write("/memories/a.md", b"twice\n", origin=origin, op="insert")  # noqa: E731
-        assert once(late, origin, change, written(first.path)) == (first, True)  # type: ignore[arg-type]
+        assert once(late, origin.request, change, written(first.path)) == (first, True)  # type: ignore[arg-type]
         assert store.read("/memories/a.md").content == b"one\n"
     finally:
         store.close()

@@ -96,7 +96,7 @@ def test_a_write_that_no_longer_applies_stays_pending(alice: httpx.Client) -> No
     assert item["base_changed"] is True
     refused = alice.post("/v1/review/1/approve")
     assert error_of(refused) == (409, "no_longer_applies")
-    assert "did not appear verbatim" in refused.json()["error"]["message"]
+    assert "changed since the write was held" in refused.json()["error"]["message"]
     assert alice.get("/v1/review/1").json()["status"] == "pending"
     assert alice.get("/v1/files/memories/bank.md").content == b"Bank: Other Bank\n"
 

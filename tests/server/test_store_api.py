@@ -7,10 +7,13 @@ import base64
 import hashlib
 import io
 import re
+import time
 import zipfile
 
 import httpx
 import pytest
+
+from memdir._wire import parse_time
 
 from .conftest import Client
 from .helpers import error_of
@@ -65,15 +68,15 @@ def test_preconditions_and_their_errors(http: httpx.Client) -> None:
 
 def test_the_origin_headers_are_recorded_as_sent(http: httpx.Client) -> None:
     headers = {
-        "X-Memdir-Actor": "agent-%E2%9C%93",
-        "X-Memdir-Session": "s%201",
+        "X-Memdir-Actor": "model",
+        "X-Memdir-Session": "s%201%20%E2%9C%93",
         "X-Memdir-Source": "web%3A%2F%2Fexample",
     }
     version = http.put("/v1/files/memories/a.md", content=b"x", params={"op": "create"}, headers=headers).json()
     assert (version["op"], version["actor"], version["session"], version["source"]) == (
         "create",
-        "agent-✓",
-        "s 1",
+        "model",
+        "s 1 ✓",
         "web://example",
     )
 
@@ -141,22 +144,27 @@ def test_history_versions_restore_log_and_blobs(http: httpx.Client) -> None:
     assert ([v["version"] for v in rest["versions"]], rest["next"]) == ([4], None)
 
 
-def test_a_version_from_elsewhere_is_replayed_with_its_metadata(http: httpx.Client) -> None:
+def test_a_version_from_elsewhere_is_replayed_as_the_callers_now(http: httpx.Client) -> None:
+    """The change and its content are replayed; who made it and when are the server's to record (a token cannot
+    pass its change off as someone else's, or as an old one)."""
     record = {
         "version": 17, "path": "/memories/a.md", "op": "create", "actor": "model", "session": "s9", "source": "web",
         "timestamp": 1_700_000_000.5, "sha256": hashlib.sha256(b"hi").hexdigest(), "size": 2, "old_path": None,
     }  # fmt: skip
     body = {"version": record, "content": base64.b64encode(b"hi").decode()}
+    before = time.time()
     replayed = http.post("/v1/versions", json=body).json()
-    # Sent as seconds (as clients before memdir 0.2 did), answered in ISO 8601: the same moment, to the bit.
-    assert {**replayed, "version": 17} == {**record, "timestamp": "2023-11-14T22:13:20.5Z"}
-    assert replayed["version"] == 1
-    assert (
-        http.post("/v1/versions", json={**body, "version": {**record, "timestamp": "2023-11-14T22:14:20Z"}}).json()[
-            "timestamp"
-        ]
-        == "2023-11-14T22:14:20Z"
+    assert (replayed["version"], replayed["op"], replayed["sha256"], replayed["size"]) == (
+        1,
+        "create",
+        record["sha256"],
+        2,
     )
+    # The time is answered in ISO 8601; a record may carry its own as ISO 8601 or, as before, as seconds.
+    assert replayed["actor"] == "user" and replayed["session"].startswith("token-")
+    assert parse_time(replayed["timestamp"]) >= before and replayed["timestamp"].endswith("Z")
+    iso_record = {**record, "timestamp": "2023-11-14T22:14:20Z"}
+    assert http.post("/v1/versions", json={**body, "version": iso_record}).status_code == 200
     assert http.get("/v1/files/memories/a.md").content == b"hi"
     assert error_of(http.post("/v1/versions", json={**body, "content": "not base64!"})) == (400, "invalid_request")
     bad_path = {**body, "version": {**record, "path": "/memories/../x"}}

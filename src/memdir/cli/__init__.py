@@ -3,12 +3,18 @@
 Errors reach the user in one place (`fail_cleanly`): a `MemdirError` becomes one line on stderr and exit
 status 1; anything unexpected is logged with its traceback to the memdir log and reported in one line too.
 
+The store a command gets (`Context.store`) is behind the gate (`memdir.gate`) as the local user (actor ``user``,
+channel ``cli``), so the write policy, the limits and the audit log apply to every command; each command is one
+entry of the audit log, named after it. A memdir server's store (``http://...``) is a thin client: the server's
+gate applies.
+
 The commands live by theme: the memory tool and the store's location here, reading and restoring files in
 `_files`, archives and the doctor in `_admin`; the output helpers they share in `_output`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -21,12 +27,13 @@ import click
 from .._version import __version__
 from ..config import default_store_url
 from ..errors import MemdirError, StoreNotFoundError
+from ..gate import Caller, GatedStore
 from ..store import DEFAULT_NAMESPACE, Store, open_store, redact_url, store_exists, url_scheme
 from ..tool import MemoryTool
 from ._logfile import open_log
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 __all__ = ["Context", "cli", "fail_cleanly", "main", "pass_context"]
 
@@ -43,22 +50,28 @@ class Context:
         self.store_url = store_url
         self.namespace = namespace
         self._store: Store | None = None
+        self._command: str | None = None
+        self._calls = contextlib.ExitStack()
 
     @property
     def url(self) -> str:
         return self.store_url or default_store_url()
 
     def store(self, *, create: bool = False) -> Store:
-        """The command's store, opened on first use. Reading commands open only a store that exists (a typo in
-        ``--store`` is an error naming the URL, not a new empty store); writing commands pass ``create=True``,
-        and a store they create is announced once, on stderr."""
+        """The command's store, opened on first use, behind the gate as the local user (a server's store: as the
+        server's gate has it). Reading commands open only a store that exists (a typo in ``--store`` is an error
+        naming the URL, not a new empty store); writing commands pass ``create=True``, and a store they create is
+        announced once, on stderr."""
         if self._store is None:
             url = self.url
             _needs_token(url)
             existed = self.require_store(allow_missing=create)
-            self._store = open_store(url, namespace=self.namespace)
+            backend = open_store(url, namespace=self.namespace)
             if not existed:
                 click.echo(f"Created a new store at {_shown(url)}.", err=True)
+            self._store = backend if backend.runs_commands else GatedStore(backend, Caller("user", channel="cli"))
+            if self._command is not None and isinstance(self._store, GatedStore):
+                self._calls.enter_context(self._store.call(self._command))
         return self._store
 
     def require_store(self, *, allow_missing: bool = False) -> bool:
@@ -70,6 +83,17 @@ class Context:
             return False
         hint = " (check --store or MEMDIR_STORE" if self.store_url else f" yet ({_default_reason()}"
         raise StoreNotFoundError(_shown(self.url), f"{hint}; a writing command such as `memdir write` creates it)")
+
+    @contextlib.contextmanager
+    def command(self, name: str) -> Iterator[None]:
+        """Run one CLI command: the store operations it makes are one audit entry named ``name``."""
+        self._command = name
+        try:
+            with self._calls:
+                yield
+        finally:
+            self._command = None
+            self._calls = contextlib.ExitStack()
 
     def close(self) -> None:
         if self._store is not None:
@@ -135,6 +159,15 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
 _pass_state = click.make_pass_decorator(Context)
 
 
+def _command_name(ctx: click.Context) -> str:
+    """``review approve`` for ``memdir review approve 3``: the command path below the group."""
+    names: list[str] = []
+    while ctx.parent is not None:
+        names.append(ctx.info_name or "?")
+        ctx = ctx.parent
+    return " ".join(reversed(names)) or "memdir"
+
+
 def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """A subcommand's own --store/--namespace wins over the group's (``memdir mcp --store URL`` reads as
     people write it; ``memdir --store URL mcp`` works too)."""
@@ -143,8 +176,15 @@ def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
-    """Pass the shared `Context` and accept ``--store``/``--namespace`` after the subcommand as well."""
-    wrapped = _pass_state(fn)
+    """Pass the shared `Context` (running the command as one audit entry) and accept ``--store``/``--namespace``
+    after the subcommand as well."""
+
+    @functools.wraps(fn)
+    def in_command(state: Context, *args: Any, **kwargs: Any) -> R:
+        with state.command(_command_name(click.get_current_context())):
+            return fn(state, *args, **kwargs)
+
+    wrapped = _pass_state(in_command)
     wrapped = click.option(
         "--namespace",
         "-n",

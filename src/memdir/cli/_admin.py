@@ -15,7 +15,7 @@ import click
 
 from ..archive import export_namespace, import_namespace
 from ..doctor import diagnose
-from ..policy.audit import record_cli
+from ..gate import GatedStore
 from ..schema import migrate as migrate_schema
 from ..store import redact_url
 from . import Context, cli, fail_cleanly, pass_context
@@ -49,7 +49,6 @@ def export_(state: Context, file: str, overwrite: bool) -> None:
         raise click.ClickException(f"{file} already exists: choose another name, or pass --overwrite to replace it")
     with _progress("Exporting") as progress, _target(file) as path:
         summary = export_namespace(state.store(), path, overwrite=True, progress=progress)
-    record_cli(state.store(), "export", "/memories")
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     where = "standard output" if file == "-" else file
     # The summary is for a person: on stderr when the archive itself is on stdout.
@@ -77,17 +76,19 @@ def _target(file: str) -> Iterator[str]:
 def import_(state: Context, file: str) -> None:
     """Load an archive made by `memdir export` into an empty namespace.
 
-    FILE - reads the archive from standard input. The whole archive is checked before anything is written. The
-    store is created if it does not exist.
+    FILE - reads the archive from standard input. The whole archive is checked before anything is written. Run by
+    the store's owner, the import keeps each version's actor, session and time; every version's content is screened
+    by the write policy as any write is. The store is created if it does not exist.
 
     Example:
 
         memdir --store sqlite:///tmp/copy.db import backup.zip
     """
     store = state.store(create=True)
+    if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
+        store = store.with_caller(admin=True)
     with _progress("Importing") as progress, _source(file) as path:
         summary = import_namespace(store, path, progress=progress)
-    record_cli(store, "import", "/memories")
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Imported {file} into namespace {store.namespace!r}: {files}, {versions}.")
 

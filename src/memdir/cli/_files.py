@@ -10,7 +10,6 @@ import click
 from ..archive import version_to_json
 from ..errors import NotAFileError, NotFoundError
 from ..paths import parse
-from ..policy.audit import record_cli
 from ..store import Origin, Stat
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, iso, print_rows, size, stdout_is_tty, version_number, write_bytes
@@ -35,7 +34,6 @@ def ls(state: Context, path: str, as_json: bool) -> None:
         memdir ls /memories/projects
     """
     stats = file_stats(state.store(), parse(path))
-    record_cli(state.store(), "ls", parse(path).virtual)
     if as_json:
         echo_json([_stat_json(s) for s in stats])
         return
@@ -56,7 +54,6 @@ def cat(state: Context, path: str) -> None:
         memdir cat /memories/notes.md
     """
     data = state.store().read(parse(path))
-    record_cli(state.store(), "cat", data.path.virtual, content=data.content, version=data.version)
     write_bytes(data.content)
 
 
@@ -76,7 +73,6 @@ def history(state: Context, path: str, as_json: bool) -> None:
         memdir history /memories/notes.md
     """
     versions = state.store().history(parse(path))[::-1]
-    record_cli(state.store(), "history", parse(path).virtual)
     if as_json:
         echo_json([{**version_to_json(v), "time": iso(v.timestamp)} for v in versions])
         return
@@ -105,7 +101,6 @@ def show(state: Context, spec: str) -> None:
     if not raw:
         raise click.ClickException(f"expected PATH@VERSION, e.g. /memories/notes.md@3, got: {spec}")
     content = state.store().read_version(parse(raw), version_number(number))
-    record_cli(state.store(), "show", parse(raw).virtual, content=content, version=version_number(number))
     write_bytes(content)
 
 
@@ -127,7 +122,6 @@ def diff(state: Context, path: str, v1: str | None, v2: str | None) -> None:
     first = None if v1 is None else version_number(v1)
     second = None if v2 is None else version_number(v2)
     lines = unified_diff(state.store(), parse(path), first, second)
-    record_cli(state.store(), "diff", parse(path).virtual)
     for line in lines:
         click.echo(_colour(line), nl=False)
 
@@ -156,7 +150,6 @@ def restore(state: Context, path: str, version: str) -> None:
         return
     origin = Origin(actor="user", source=f"restored from version {number}")
     restored = store.restore(target, number, origin=origin)
-    record_cli(store, "restore", restored.path.virtual, version=restored.version)
     click.echo(restored.version)
 
 

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from ..errors import ConfigError
+from ..gate import audit_entries, review_queue
 from ..paths import parse
-from ..policy.audit import audit_log
 from ..policy.config import load_policy, parse_duration
 from ..policy.integrity import verify as verify_store
-from ..policy.quarantine import Quarantine
 from ..policy.retention import apply as apply_gc
 from ..policy.retention import plan as plan_gc
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import duration, echo_json, iso, plural, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
+    from ..gate import ReviewQueue
     from ..policy.quarantine import HeldWrite
     from ..policy.retention import GcPlan
 
@@ -69,7 +69,7 @@ def review(state: Context, show_all: bool, as_json: bool) -> None:
     """
     if click.get_current_context().invoked_subcommand is not None:
         return
-    quarantine = Quarantine(state.store())
+    quarantine = review_queue(state.store())  # a server's store: the server's queue
     items = quarantine.items(None if show_all else "pending")
     if as_json:
         echo_json([item.to_json() for item in items])
@@ -91,7 +91,7 @@ def review_approve(state: Context, item_id: int) -> None:
 
         memdir review approve 3
     """
-    click.echo(Quarantine(state.store()).approve(item_id))
+    click.echo(review_queue(state.store()).approve(item_id))
 
 
 @review.command("reject")
@@ -106,7 +106,7 @@ def review_reject(state: Context, item_id: int, reason: str | None) -> None:
 
         memdir review reject 3 --reason "copied from a phishing e-mail"
     """
-    Quarantine(state.store()).reject(item_id, reason=reason)
+    review_queue(state.store()).reject(item_id, reason=reason)
     click.echo(f"Rejected #{item_id}.")
 
 
@@ -128,7 +128,7 @@ def audit(state: Context, path: str | None, since: str | None, limit: int | None
         memdir audit --path /memories/notes.md --since 7d
     """
     where = parse(path).virtual if path else None
-    entries = audit_log(state.store()).entries(path=where, since=_since(since), limit=limit)
+    entries = audit_entries(state.store(), path=where, since=_since(since), limit=limit)
     if as_json:
         echo_json([{**e.to_json(), "time": iso(e.ts)} for e in entries])
         return
@@ -204,7 +204,7 @@ def gc(state: Context, apply_: bool, keep_versions: str | None) -> None:
 # -- helpers ------------------------------------------------------------------------------------------------------
 
 
-def _print_held(quarantine: Quarantine, item: HeldWrite) -> None:
+def _print_held(quarantine: ReviewQueue, item: HeldWrite) -> None:
     rules = ", ".join(f"{f.kind}:{f.rule} (line {f.line})" for f in item.findings)
     who = item.actor + (f", session {item.session}" if item.session else "")
     click.echo(click.style(f"#{item.id}", bold=True) + f" {item.status}  {iso(item.ts)}  {item.command.get('command')} "

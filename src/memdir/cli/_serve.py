@@ -165,9 +165,15 @@ def _registry(state: Context, *, create: bool = False) -> Iterator[TokenRegistry
 @click.option("--namespace", "-n", required=True, metavar="NAME", help="The namespace the token opens.")
 @click.option("--label", metavar="TEXT", help="A note to recognise the token by in `memdir token list`.")
 @click.option("--expires", metavar="DURATION", help="Refuse the token after this long: 30d, 12h, 90m (default: never).")
+@click.option(
+    "--admin",
+    is_flag=True,
+    help="Let its imports keep the actors and times they carry (memdir import or migrate-store into this server); "
+    "anyone else's are recorded as theirs, now.",
+)
 @_with_store
 @fail_cleanly
-def token_create(state: Context, namespace: str, label: str | None, expires: str | None) -> None:
+def token_create(state: Context, namespace: str, label: str | None, expires: str | None, admin: bool) -> None:
     """Create a token for one namespace and print it: it is shown only this once.
 
     The store is created if it does not exist yet (tokens are made before the first `memdir serve`).
@@ -179,7 +185,7 @@ def token_create(state: Context, namespace: str, label: str | None, expires: str
     """
     lifetime = None if expires is None else duration(expires, "--expires")
     with _registry(state, create=True) as tokens:
-        secret, info = tokens.create(namespace, label, expires_in=lifetime)
+        secret, info = tokens.create(namespace, label, expires_in=lifetime, admin=admin)
     click.echo(secret)
     until = "" if info.expires is None else f", valid until {iso(info.expires)}"
     click.echo(
@@ -194,9 +200,9 @@ def token_create(state: Context, namespace: str, label: str | None, expires: str
 @_with_store
 @fail_cleanly
 def token_list(state: Context, include_revoked: bool, as_json: bool) -> None:
-    """List the tokens (never the tokens themselves): id, namespace, label, created, expires, last used, revoked.
+    """List the tokens (never the tokens themselves): id, namespace, label, times, admin.
 
-    A token's last use is recorded to the minute.
+    Times: created, expires, last used (recorded to the minute), revoked.
 
     Example:
 
@@ -207,9 +213,10 @@ def token_list(state: Context, include_revoked: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([_token_json(t) for t in found], indent=2, ensure_ascii=False))
         return
-    rows = [(t.id, t.namespace, t.label or "-", iso(t.created), _expires(t), iso(t.last_used), iso(t.revoked))
-            for t in found]  # fmt: skip
-    print_rows(("Id", "Namespace", "Label", "Created", "Expires", "Last used", "Revoked"), rows, stdout_is_tty())
+    rows = [(t.id, t.namespace, t.label or "-", iso(t.created), _expires(t), iso(t.last_used), iso(t.revoked),
+             "admin" if t.admin else "-") for t in found]  # fmt: skip
+    headers = ("Id", "Namespace", "Label", "Created", "Expires", "Last used", "Revoked", "Admin")
+    print_rows(headers, rows, stdout_is_tty())
 
 
 def _expires(info: TokenInfo) -> str:
@@ -222,7 +229,7 @@ def _token_json(info: TokenInfo) -> dict[str, object]:
     times = {"created": info.created, "expires": info.expires, "last_used": info.last_used, "revoked": info.revoked}
     shown: dict[str, object] = {"id": info.id, "namespace": info.namespace, "label": info.label}
     shown.update({key: None if value is None else iso(value) for key, value in times.items()})
-    return {**shown, "active": info.active}
+    return {**shown, "admin": info.admin, "active": info.active}
 
 
 @token.command("revoke")

@@ -240,7 +240,7 @@ def _functions(memory: MemoryTool) -> dict[str, _ToolFn]:
     async def memory_search(query: _Text, limit: _Value, path_prefix: _Text) -> CallToolResult:
         # The same executor an agent gets (`memdir.search.search_tool`): the same words, errors as tool errors.
         arguments = {"query": query, "limit": limit, "path_prefix": path_prefix}
-        result = await anyio.to_thread.run_sync(execute_search, memory.store, arguments)
+        result = await anyio.to_thread.run_sync(_search, memory, arguments, path_prefix)
         return _to_mcp(result)
 
     functions: list[_ToolFn] = [
@@ -272,13 +272,22 @@ def _tools(memory: MemoryTool) -> list[Tool]:
     return tools
 
 
-def build_server(store: Store, *, name: str = "memdir", session: str | None = None, **options: Any) -> MCPServer:
-    """An MCP server with the six memory tools over ``store``.
+def _search(memory: MemoryTool, arguments: dict[str, object], prefix: object) -> ToolResult:
+    """``memory_search``, recorded in the audit log as one search through the tool's gate (never the query)."""
+    shown = prefix if isinstance(prefix, str) else None
+    with memory.gate.call("search", shown):
+        return execute_search(memory.gate, arguments)
 
-    Writes are recorded with actor ``model`` and ``session`` (a fresh id for each server when not given).
-    ``options`` go to `MemoryTool` (limits such as ``max_file_bytes``, ``create_overwrites``).
+
+def build_server(store: Store, *, name: str = "memdir", session: str | None = None, **options: Any) -> MCPServer:
+    """An MCP server with the six memory tools over ``store`` (a backend, or a `memdir.gate.GatedStore` whose
+    caller and rules it keeps).
+
+    Writes are recorded with actor ``model`` and ``session`` (a fresh id for each server when not given), in the
+    audit log by channel ``mcp``. ``options`` go to `MemoryTool` (limits such as ``max_file_bytes``,
+    ``create_overwrites``).
     """
-    memory = MemoryTool(store, actor="model", session=session or uuid.uuid4().hex, **options)
+    memory = MemoryTool(store, actor="model", session=session or uuid.uuid4().hex, channel="mcp", **options)
     return MCPServer(name, instructions=INSTRUCTIONS, version=__version__, tools=_tools(memory))
 
 

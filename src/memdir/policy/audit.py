@@ -346,7 +346,9 @@ _LOGS_LOCK = threading.Lock()
 
 
 def audit_log(store: Store) -> AuditLog:
-    """The audit log of ``store``: one per store object, so every tool on a store shares one buffer."""
+    """The audit log of ``store``'s backend: one per store object, so every gate and tool on a store shares one
+    buffer."""
+    store = store.backend
     with _LOGS_LOCK:
         found = _LOGS.get(store)
         if found is None:
@@ -368,23 +370,3 @@ def _flush_all() -> None:
     for audit in list(_LIVE):
         with contextlib.suppress(Exception):
             audit.flush()
-
-
-def record_cli(
-    store: Store,
-    command: str,
-    path: str | None = None,
-    *,
-    content: bytes | None = None,
-    version: int | None = None,
-    new_path: str | None = None,
-) -> None:
-    """Record what a CLI command read or wrote (actor ``user``, channel ``cli``), flushed at once: a CLI process
-    is short-lived and runs one command."""
-    from ..store._base import sha256_hex
-
-    entry = AuditEntry(
-        time.time(), "cli", "user", None, None, command, path, new_path, "ok",
-        None if content is None else sha256_hex(content), None if content is None else len(content), version,
-    )  # fmt: skip
-    audit_log(store).record(entry, flush=True)

@@ -46,7 +46,9 @@ class Discrepancy:
 
 
 def verify(store: Store) -> list[Discrepancy]:
-    """Every file whose content does not match its history, in path order (empty: all is well)."""
+    """Every file whose content does not match its history, in path order (empty: all is well). A gate's store
+    is checked below the gate: the check reads every file, and is one audit entry of the command that asked."""
+    store = store.backend
     with _untouched_view(store) as view:
         recorded = _replay(view.log())
         found: list[Discrepancy] = []

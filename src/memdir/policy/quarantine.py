@@ -2,15 +2,14 @@
 
 A held write never reaches the store: it is not a version, not in `Store.log`, not in a listing, not in the
 search index, not loaded into a new session. It waits in the store's auxiliary database (``memdir-quarantine``
-migrations) with everything needed to decide on it and to apply it: the command as the model sent it (after
-redaction: a secret the policy redacts is never held either), the file's content as it would have become, the
-SHA-256 of the file it was meant to change, who sent it, and what the policy found.
+migrations) with everything needed to decide on it and to apply it: the file's content as it would have become
+(with every secret redacted: a held write waits in a database too), the SHA-256 of the file it was meant to change,
+who sent it, what the command was, and what the policy found.
 
-`Quarantine.approve` re-runs the held command through the memory tool, as actor ``user`` on behalf of the
-original actor (the version's source says so and names the item); so it applies to the file *as it is now*, with
-the tool's own checks: an edit whose ``old_str`` is gone, or a create whose file appeared meanwhile, is refused
-with the tool's words and the item stays pending. `Quarantine.reject` discards it. Decided items are kept (with
-their content) until `memdir gc` prunes them after the version retention period.
+Items are numbered per namespace (1, 2, 3...): one tenant cannot count another's held writes. This module keeps
+the table; deciding on an item is the gate's (`memdir.gate.Review`): approving applies the held content through a
+gate, re-screened as it will be committed, only if the file is still as it was when the write was held.
+Decided items are kept (with their content) until `memdir gc` prunes them after the version retention period.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotAFileError, NotFoundError, PolicyError
 from ..paths import parse
-from ..store._migrations import Migrations, Schema
+from ..store._migrations import Migrations, Schema, advisory_key
 from .findings import Finding
 
 if TYPE_CHECKING:
@@ -64,8 +63,22 @@ def _quarantine_table(schema: Schema) -> None:
     )
 
 
+@migrations("0002_numbered_per_namespace")
+def _numbered_per_namespace(schema: Schema) -> None:
+    integer = "BIGINT" if schema.dialect == "postgres" else "INTEGER"
+    schema.script(
+        f"""
+        ALTER TABLE quarantine ADD COLUMN item {integer};
+        UPDATE quarantine SET item = (
+            SELECT COUNT(*) FROM quarantine AS earlier WHERE earlier.ns = quarantine.ns AND earlier.id <= quarantine.id
+        );
+        CREATE UNIQUE INDEX quarantine_by_item ON quarantine (ns, item);
+        """
+    )
+
+
 _COLUMNS = (
-    "id, ts, status, path, command, content, base_sha256, actor, session, source, findings, decided_ts, "
+    "item, ts, status, path, command, content, base_sha256, actor, session, source, findings, decided_ts, "
     "decided_by, version, reason"
 )
 
@@ -111,7 +124,7 @@ class HeldWrite:
 
 
 class Quarantine:
-    """The held writes of one store namespace."""
+    """The held writes of one store namespace (the table; `memdir.gate.Review` decides on them)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -128,15 +141,18 @@ class Quarantine:
         origin: Origin,
         findings: list[Finding],
     ) -> int:
-        """Keep a write for review; returns its id."""
+        """Keep a write for review; returns its number in the namespace."""
+        ns = self.store.namespace
         with self._db.transaction("hold a write for review") as conn:
+            if self._db.dialect == "postgres":  # two servers holding at once must not take the same number
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (advisory_key(f"memdir-quarantine:{ns}"),))
             row = conn.execute(
-                "INSERT INTO quarantine (ns, ts, path, command, content, base_sha256, actor, session, source, "
-                "findings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "INSERT INTO quarantine (ns, item, ts, path, command, content, base_sha256, actor, session, source, "
+                "findings) VALUES (?, (SELECT COALESCE(MAX(item), 0) + 1 FROM quarantine WHERE ns = ?), "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING item",
                 (
-                    self.store.namespace, time.time(), path, json.dumps(command, ensure_ascii=False), content,
-                    base_sha256, origin.actor, origin.session, origin.source,
-                    json.dumps([f.to_json() for f in findings]),
+                    ns, ns, time.time(), path, json.dumps(command, ensure_ascii=False), content, base_sha256,
+                    origin.actor, origin.session, origin.source, json.dumps([f.to_json() for f in findings]),
                 ),
             ).fetchone()  # fmt: skip
         return int(row[0])
@@ -146,13 +162,13 @@ class Quarantine:
         query = f"SELECT {_COLUMNS} FROM quarantine WHERE ns = ?" + (" AND status = ?" if status else "")
         params: tuple[Any, ...] = (self.store.namespace, status) if status else (self.store.namespace,)
         with self._db.reading("read the quarantine") as conn:
-            rows = conn.execute(query + " ORDER BY id", params).fetchall()
+            rows = conn.execute(query + " ORDER BY item", params).fetchall()
         return [HeldWrite.from_row(r) for r in rows]
 
     def get(self, item_id: int) -> HeldWrite:
         with self._db.reading("read the quarantine") as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM quarantine WHERE ns = ? AND id = ?", (self.store.namespace, item_id)
+                f"SELECT {_COLUMNS} FROM quarantine WHERE ns = ? AND item = ?", (self.store.namespace, item_id)
             ).fetchone()
         if row is None:
             raise NotFoundError(f"no quarantined write #{item_id} in namespace {self.store.namespace!r}")
@@ -169,31 +185,33 @@ class Quarantine:
         new = item.content.decode("utf-8", "replace").splitlines(keepends=True)
         return list(difflib.unified_diff(old, new, label, f"{item.path} (held #{item.id})"))
 
-    def approve(self, item_id: int, *, by: str = "user") -> int:
-        """Apply a pending write as a new version (actor ``by``); returns the version number."""
-        from ..tool import MemoryTool  # the tool uses this module: import at call time
-        from .pipeline import WritePolicy
-
-        item = self._claim(item_id, "approved", by)
-        source = f"approved quarantine #{item.id}; written by {item.actor}" + (
-            f" ({item.source})" if item.source else ""
-        )
-        tool = MemoryTool(
-            self.store, actor=by, session=item.session, source=source, policy=WritePolicy.allow_all(), channel="review"
-        )
-        with tool:
-            result = tool.execute(item.command)
-        if result.is_error:
-            self._release(item_id)
-            raise PolicyError(f"quarantined write #{item_id} no longer applies; it stays pending: {result.text}")
-        stat = self.store.stat(parse(item.path))
-        version = stat.version if stat is not None and stat.version is not None else 0
+    def claim(self, item_id: int, status: str, by: str, reason: str | None = None) -> HeldWrite:
+        """Mark a pending item decided, atomically: two reviewers cannot both decide it."""
+        item = self.get(item_id)
         with self._db.transaction("record a review") as conn:
-            conn.execute("UPDATE quarantine SET version = ? WHERE id = ?", (version, item_id))
-        return version
+            cursor = conn.execute(
+                "UPDATE quarantine SET status = ?, decided_ts = ?, decided_by = ?, reason = ? "
+                "WHERE ns = ? AND item = ? AND status = 'pending'",
+                (status, time.time(), by, reason, self.store.namespace, item_id),
+            )
+        if cursor.rowcount != 1:
+            raise PolicyError(f"quarantined write #{item_id} was already {item.status}")
+        return item
 
-    def reject(self, item_id: int, *, by: str = "user", reason: str | None = None) -> None:
-        self._claim(item_id, "rejected", by, reason)
+    def release(self, item_id: int) -> None:
+        """Put a claimed item back to pending (its approval could not be applied)."""
+        with self._db.transaction("record a review") as conn:
+            conn.execute(
+                "UPDATE quarantine SET status = 'pending', decided_ts = NULL, decided_by = NULL "
+                "WHERE ns = ? AND item = ?",
+                (self.store.namespace, item_id),
+            )
+
+    def applied(self, item_id: int, version: int) -> None:
+        with self._db.transaction("record a review") as conn:
+            conn.execute(
+                "UPDATE quarantine SET version = ? WHERE ns = ? AND item = ?", (version, self.store.namespace, item_id)
+            )
 
     def prune(self, before: float) -> int:
         """Forget decided items decided before ``before``; returns how many."""
@@ -203,23 +221,3 @@ class Quarantine:
                 (self.store.namespace, before),
             )
             return cursor.rowcount
-
-    def _claim(self, item_id: int, status: str, by: str, reason: str | None = None) -> HeldWrite:
-        """Mark a pending item decided, atomically: two reviewers cannot both approve it."""
-        item = self.get(item_id)
-        with self._db.transaction("record a review") as conn:
-            cursor = conn.execute(
-                "UPDATE quarantine SET status = ?, decided_ts = ?, decided_by = ?, reason = ? "
-                "WHERE ns = ? AND id = ? AND status = 'pending'",
-                (status, time.time(), by, reason, self.store.namespace, item_id),
-            )
-        if cursor.rowcount != 1:
-            raise PolicyError(f"quarantined write #{item_id} was already {item.status}")
-        return item
-
-    def _release(self, item_id: int) -> None:
-        with self._db.transaction("record a review") as conn:
-            conn.execute(
-                "UPDATE quarantine SET status = 'pending', decided_ts = NULL, decided_by = NULL WHERE id = ?",
-                (item_id,),
-            )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..store._base import register_search
 from ._hit import SearchHit, format_hits
 from ._index import RESCAN_SECONDS
 from ._providers import (
@@ -64,3 +65,10 @@ def search(
 def reindex(store: Store, *, embed: bool | None = None) -> int:
     """Rebuild ``store``'s search index from its files; return how many files were indexed."""
     return searcher(store).reindex(embed=embed)
+
+
+def _store_search(store: Store, query: str, limit: int, path_prefix: PathLike | None) -> list[SearchHit]:
+    return search(store, query, limit=limit, path_prefix=path_prefix)
+
+
+register_search(_store_search)  # `Store.search` runs this engine (the store contract does not import it)

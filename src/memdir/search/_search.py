@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ._providers import EmbeddingProvider
     from ._semantic import VectorIndex
 
-__all__ = ["MAX_LIMIT", "NEIGHBOUR_LINES", "Found", "Mode", "Searcher", "searcher"]
+__all__ = ["MAX_LIMIT", "NEIGHBOUR_LINES", "Found", "Mode", "RemoteSearcher", "Searcher", "searcher"]
 
 Mode = Literal["auto", "fts", "hybrid"]
 MODES: tuple[Mode, ...] = ("auto", "fts", "hybrid")
@@ -170,8 +170,28 @@ _searchers: weakref.WeakKeyDictionary[Store, Searcher] = weakref.WeakKeyDictiona
 _searchers_lock = threading.Lock()
 
 
-def searcher(store: Store) -> Searcher:
-    """The `Searcher` of ``store`` (one per store object: it keeps the rescan clock and the loaded model)."""
+class RemoteSearcher:
+    """Search on a memdir server's store: the server's index, one request per search (nothing is indexed here)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None, mode: Mode = "auto") -> Found:
+        page = getattr(self.store, "search_page")  # noqa: B009 - RemoteStore's, which search cannot import
+        hits, used, note = page(query, limit=limit, path_prefix=path_prefix, mode=mode)
+        return Found(hits, "hybrid" if used == "hybrid" else "fts", note)
+
+    def reindex(self, **_: Any) -> int:
+        raise ConfigError("a memdir server keeps its own search index: run `memdir reindex` where it runs")
+
+
+def searcher(store: Store) -> Searcher | RemoteSearcher:
+    """The `Searcher` of ``store``'s backend (one per store object: it keeps the rescan clock and the loaded
+    model); a memdir server's store searches on the server. A gate's backend is the store it guards: searching
+    through a gate is audited by the gate (`Store.search`), not by the index."""
+    store = store.backend
+    if store.runs_commands:
+        return RemoteSearcher(store)
     with _searchers_lock:
         found = _searchers.get(store)
         if found is None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .._result import ToolResult
 from ..errors import MemdirError, PathError
 from ..paths import parse
-from ..tool import ToolResult
 from ._hit import format_hits
 from ._search import searcher
 

@@ -39,6 +39,7 @@ log = logging.getLogger("memdir.server")
 class Principal:
     token_id: str
     namespace: str
+    admin: bool = False  # an admin token: its imports keep the provenance they carry
 
 
 class Gate:
@@ -76,7 +77,7 @@ class Gate:
         if info is None:
             # One message for every refusal: which of them it was is no business of the sender.
             raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed, expired or revoked)")
-        principal = Principal(info.id, info.namespace)
+        principal = Principal(info.id, info.namespace, info.admin)
         logged = request_info(scope)
         logged["namespace"], logged["token_id"] = principal.namespace, principal.token_id
         wait = self.limiter.check(principal.token_id)

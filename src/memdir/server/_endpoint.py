@@ -4,7 +4,9 @@ A router module (``memdir.server.routers.*``) lists its `Endpoint`s in ``ENDPOIN
 the OpenAPI document is generated from the same list, so the two cannot drift apart. Each handler gets a `Call`:
 the request, its authenticated `Principal`, and helpers that apply the API's rules (bounded bodies, checked
 paths, origin headers, store access in a worker thread). A handler never opens a store by itself: `Call.run`
-leases the principal's namespace, the only one the request can reach.
+hands it the principal's namespace (the only one the request can reach) behind the gate, for the request's
+`Caller` (who the token and the ``X-Memdir-*`` headers say is asking): the write policy, limits, provenance and
+audit apply to whatever the handler does with it, and the handler writes no policy code.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from starlette.routing import Route
 
 from .._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header, parse_json
 from ..errors import PathError
+from ..gate import Caller
 from ..paths import parse
 from ..store._base import Origin
 from ._errors import ApiError, exception_response
@@ -31,11 +34,11 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from ..gate import GatedStore
     from ..paths import MemoryPath
-    from ..store import Store
     from ..tool import ToolResult
-    from ._app import Services
     from ._auth import Principal
+    from ._services import Services
 
 __all__ = ["Call", "Endpoint", "Handler"]
 
@@ -93,28 +96,48 @@ class Call:
             raise RuntimeError("a public endpoint has no principal")
         return self._principal
 
-    async def run(self, work: Callable[[Store], T], *, writes: bool = False) -> T:
-        """Run ``work`` on the principal's store in a worker thread (store calls block on disk); ``writes``
-        queues it behind the other writes to the same database first (see `memdir.server._tenants`)."""
+    async def run(self, work: Callable[[GatedStore], T], *, writes: bool = False, caller: Caller | None = None) -> T:
+        """Run ``work`` on the principal's store, behind the gate for ``caller`` (default: `Call.caller`), in a
+        worker thread (store calls block on disk); ``writes`` queues it behind the other writes to the same
+        database first (see `memdir.server._tenants`)."""
         tenants, namespace = self.services.tenants, self.principal.namespace
+        who = caller or self.caller()
 
         def leased() -> T:
-            with tenants.lease(namespace) as store:
+            with tenants.gated(namespace, who) as store:
                 return work(store)
 
         return await self._in_thread(leased, writes)
 
-    async def run_tool(self, origin: Origin, command: object) -> tuple[ToolResult, bool]:
-        """Run a memory tool command as ``origin`` on the principal's namespace, in a worker thread (a change at
-        most once per idempotency key: `memdir.server._idempotency`); True when the result was replayed."""
+    async def run_tool(self, caller: Caller, command: object, *, overwrite: bool = False) -> tuple[ToolResult, bool]:
+        """Run a memory tool command as ``caller`` on the principal's namespace, in a worker thread (a change at
+        most once per idempotency key: `memdir.server._idempotency`); True when the result was replayed.
+        ``overwrite``: ``create`` may replace an existing file."""
         tenants, namespace = self.services.tenants, self.principal.namespace
 
         def execute() -> tuple[ToolResult, bool]:
-            with tenants.tool(namespace, origin.actor, origin.session, origin.request) as tool:
+            with tenants.tool(namespace, caller, overwrite=overwrite) as tool:
                 return run_tool_once(tool, command)
 
         reads_only = isinstance(command, Mapping) and command.get("command") == "view"
         return await self._in_thread(execute, not reads_only)
+
+    def caller(
+        self,
+        *,
+        actor: str = "user",
+        session: str | None = None,
+        actors: frozenset[str] = frozenset({"model", "user"}),
+        channel: str = "http",
+    ) -> Caller:
+        """Who is asking: the token's principal, the actor the ``X-Memdir-Actor`` header names (one of ``actors``:
+        a client cannot record itself as ``gc`` or ``external``), the session (``X-Memdir-Session``, else
+        ``token-<id>``), the source, the request's ``Idempotency-Key``. Pinned: nothing below can change it."""
+        origin = self.origin(actor=actor, session=session or f"token-{self.principal.token_id}", actors=actors)
+        return Caller(
+            origin.actor, origin.session, origin.source, channel, self.principal.token_id,
+            admin=self.principal.admin, pinned=True, request=origin.request,
+        )  # fmt: skip
 
     async def _in_thread(self, work: Callable[[], T], writes: bool) -> T:
         if not writes:

@@ -17,7 +17,7 @@ from typing import Any
 from starlette.responses import Response
 
 from .._wire import ERRORS, RETRY_UNAVAILABLE_SECONDS, code_for
-from ..errors import ConflictError, MemdirError, PathError, StorageUnavailableError
+from ..errors import BlockedError, ConflictError, HeldError, MemdirError, PathError, StorageUnavailableError
 
 __all__ = ["ApiError", "error_response", "exception_response", "json_response", "unavailable"]
 
@@ -68,6 +68,10 @@ def _from_memdir(exc: MemdirError) -> ApiError:
         return ApiError(code, message, path=exc.shown, kind=exc.kind, why=exc.why)
     if isinstance(exc, ConflictError):
         return ApiError(code, message, current=exc.current)
+    if isinstance(exc, HeldError):
+        return ApiError(code, message, item=exc.item, reasons=exc.reasons, rules=list(exc.rules))
+    if isinstance(exc, BlockedError):
+        return ApiError(code, message, reasons=exc.reasons, rules=list(exc.rules))
     if isinstance(exc, StorageUnavailableError):
         return unavailable(message)
     return ApiError(code, message)

@@ -31,11 +31,12 @@ from .._wire import HEADER_REPLAYED
 from ..errors import MemdirError, PathError
 from ..paths import MemoryPath, parse
 from ..tool import ToolResult
+from ..tool._render import replaced_region
 from ._errors import ApiError
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ..store._base import Origin, Version
+    from ..store._base import Version
     from ..tool import MemoryTool
 
 __all__ = ["KEY_PATTERN", "REPLAYED", "moved", "once", "removed", "run_tool_once", "written"]
@@ -48,12 +49,11 @@ REPLAYED = {HEADER_REPLAYED: "true"}  # on an answer rebuilt from an earlier att
 
 
 def once(
-    store: Store, origin: Origin, change: Callable[[], T], recorded: Callable[[list[Version]], T | None]
+    store: Store, key: str | None, change: Callable[[], T], recorded: Callable[[list[Version]], T | None]
 ) -> tuple[T, bool]:
-    """(``change()``, False), unless a request with the key ``origin.request`` was applied already: then (what it
+    """(``change()``, False), unless a request with the idempotency key ``key`` was applied already: then (what it
     recorded, through ``recorded``, True). ``recorded`` answers None when the versions are not this request's:
     the key was used for another change."""
-    key = origin.request
     if key is None or not store.records_requests:
         return change(), False
     found = store.requested(key)
@@ -146,7 +146,7 @@ def _replaced(store: Store, command: Mapping[str, Any], version: Version) -> str
     new_text = store.read_blob(version.sha256).decode("utf-8")
     earlier = [v for v in store.history(version.path) if v.version < version.version and v.sha256 is not None]
     old_text = store.read_blob(earlier[-1].sha256).decode("utf-8") if earlier and earlier[-1].sha256 else ""
-    start, end = _region(old_text, new_text, str(command.get("old_str", "")), str(command.get("new_str", "")))
+    start, end = replaced_region(old_text, new_text, str(command.get("old_str", "")), str(command.get("new_str", "")))
     first = new_text.count("\n", 0, start)
     lines = split_lines(new_text)
     # SPEC.md: two lines before the change, the changed lines, two after, in the view format.
@@ -154,29 +154,6 @@ def _replaced(store: Store, command: Mapping[str, Any], version: Version) -> str
     return "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n" + "\n".join(
         number_lines(lines[low:high], low + 1)
     )
-
-
-def _region(old_text: str, new_text: str, old_str: str, new_str: str) -> tuple[int, int]:
-    """Where the replacement landed in ``new_text``, as the tool computed it: from where ``old_str`` was to where
-    the text after it resumes (so a secret the write policy redacted inside ``new_str`` is inside the region),
-    even when auto memory also re-stamped the frontmatter above it; else the span between the texts' common
-    prefix and suffix."""
-    at = old_text.find(old_str) if old_str else -1
-    tail = old_text[at + len(old_str) :] if at >= 0 else None
-    if tail is not None and new_text.endswith(tail):
-        end = len(new_text) - len(tail)
-        if new_text.startswith(old_text[:at]):
-            return at, end
-        if new_text[:end].endswith(new_str):
-            return end - len(new_str), end
-    prefix = 0
-    limit = min(len(old_text), len(new_text))
-    while prefix < limit and old_text[prefix] == new_text[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old_text[-1 - suffix] == new_text[-1 - suffix]:
-        suffix += 1
-    return prefix, len(new_text) - suffix
 
 
 def _quietly(store: Store, key: str) -> list[Version]:

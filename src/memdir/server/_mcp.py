@@ -22,6 +22,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
+from ..gate import Caller
 from ..integrations.mcp import build_server
 from ._errors import exception_response
 from ._guard import request_info
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.types import Receive, Scope, Send
 
-    from ._app import Services
     from ._auth import Principal
+    from ._services import Services
 
 __all__ = ["McpEndpoint", "McpGateway"]
 
@@ -91,9 +92,12 @@ class McpGateway:
             raise RuntimeError("the MCP gateway is not running")
         config = self.services.config
         lease = contextlib.ExitStack()
-        store = await anyio.to_thread.run_sync(lease.enter_context, self.services.tenants.lease(principal.namespace))
+        # The namespace's store behind its gate, for this token: the server's policy, limits and audit.
+        caller = Caller("model", f"mcp-{principal.token_id}", None, "mcp", principal.token_id, pinned=True)
+        gated = self.services.tenants.gated(principal.namespace, caller)
+        store = await anyio.to_thread.run_sync(lease.enter_context, gated)
         try:
-            server = build_server(store, session=f"mcp-{principal.token_id}", **config.tool_options)
+            server = build_server(store, session=caller.session, **config.tool_options)
             # Builds the session manager (the Starlette app it returns is unused: requests come through here).
             server.streamable_http_app(
                 stateless_http=True,

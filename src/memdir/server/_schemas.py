@@ -75,6 +75,13 @@ TOOL_HEADERS: tuple[dict[str, Any], ...] = (
     _header(HEADER_ACTOR, "`model` (default) or `user`: who the memory tool acts for."),
     _header(HEADER_SESSION, _SESSION_DOC + " Default: `token-<token id>`."),
     IDEMPOTENCY_HEADER,
+    {
+        "name": "create_overwrites",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string", "enum": ["false", "true"]},
+        "description": "`true`: `create` may replace an existing file (history keeps the old content).",
+    },
 )
 
 _VERSION: dict[str, Any] = {
@@ -247,6 +254,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "idempotent_writes": {
                 "type": "boolean",
                 "description": "Whether this server's store records Idempotency-Key (so a change may be resent).",
+            },
+            "admin": {
+                "type": "boolean",
+                "description": "An admin token (`memdir token create --admin`): its imports keep the provenance "
+                "they carry; any other token's are recorded as its own, now.",
             },
         },
     },

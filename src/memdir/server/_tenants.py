@@ -10,51 +10,57 @@ at a time), which under load left some writes waiting a second or more. Waiting 
 reads go on in the meantime. Across worker processes, the one writer each then takes an ``flock`` on a file beside
 the SQLite database (``<db>-memdir-writes``): the kernel hands it over the moment it is released.
 
-Each namespace also keeps its `MemoryTool`s, one per (actor, session): a tool reads the policy settings when it
-is made, and closing it flushes the audit records it buffered, which happens when the namespace is closed.
+Each namespace also keeps its gate's rules (`memdir.gate.Rules`: the ``[policy]`` settings of *this* process for
+the namespace, and the server's limits), read once when the namespace is opened: every request reaches its store
+through a `GatedStore` for its own caller under those rules (`gated`), and the memory tool runs over that gate
+(`tool`). Nothing a client sends can choose the rules. The audit records the gates buffer are flushed when the
+namespace is closed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import fcntl
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..automemory import load_auto_memory
+from ..gate import GatedStore, Rules
 from ..policy.audit import audit_log
+from ..policy.limits import Limits
 from ..store import open_store
 from ..tool import MemoryTool
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from ..automemory import AutoMemoryConfig
+    from ..gate import Caller
     from ..store import Store
 
 __all__ = ["Tenants"]
 
 
-_TOOLS_PER_NAMESPACE = 256
+_LIMITS = frozenset(field.name for field in dataclasses.fields(Limits))
 
 
 @dataclass(slots=True)
 class _Slot:
     store: Store
+    rules: Rules
+    auto_memory: AutoMemoryConfig
     leases: int = 0
     retired: bool = False
-    tools: OrderedDict[tuple[str, str | None], MemoryTool] = field(default_factory=OrderedDict)
 
     def close(self) -> None:
-        for tool in self.tools.values():
-            tool.close()  # flushes the audit records it buffered
-        # Reads recorded by the API's own endpoints (`memdir.server._audited`) wait in the store's shared buffer
-        # even when no tool was made: flush them before the store's database goes.
+        # What the namespace's gates recorded waits in the store's shared audit buffer: flush it before the
+        # store's database goes.
         audit_log(self.store).close()
         self.store.close()
 
@@ -63,7 +69,12 @@ class Tenants:
     def __init__(self, url: str | None, limit: int = 64, tool_options: dict[str, Any] | None = None) -> None:
         self.url = url
         self.limit = limit
-        self.tool_options = tool_options or {}
+        options = tool_options or {}
+        self.limits = Limits.from_options({k: v for k, v in options.items() if k in _LIMITS})
+        self.create_overwrites = bool(options.get("create_overwrites", False))
+        unknown = sorted(set(options) - _LIMITS - {"create_overwrites"})
+        if unknown:
+            raise TypeError(f"unknown memory tool option(s): {', '.join(unknown)}")
         # One SQLite file serves every namespace, so its writers share one lock; other stores lock per namespace.
         self._shared_writes = (url or "").lower().startswith("sqlite:")
         self._write_locks: dict[str, anyio.Lock] = {}
@@ -74,12 +85,10 @@ class Tenants:
 
     @contextlib.contextmanager
     def lease(self, namespace: str) -> Iterator[Store]:
-        """The store of ``namespace``, kept open while the ``with`` block runs."""
-        slot = self._acquire(namespace)
-        try:
+        """The store of ``namespace`` itself, below the gate, kept open while the ``with`` block runs (for what
+        is the server's own business: a namespace's MCP server holds its store open this way)."""
+        with self._slot(namespace) as slot:
             yield slot.store
-        finally:
-            self._release(slot)
 
     @contextlib.contextmanager
     def between_processes(self) -> Iterator[None]:
@@ -113,31 +122,28 @@ class Tenants:
         return lock
 
     @contextlib.contextmanager
-    def tool(self, namespace: str, actor: str, session: str | None, request: str | None = None) -> Iterator[MemoryTool]:
-        """The memory tool of ``namespace`` acting as (``actor``, ``session``), kept open while the block runs;
-        its changes carry the idempotency key ``request`` when one is given."""
+    def gated(self, namespace: str, caller: Caller) -> Iterator[GatedStore]:
+        """The store of ``namespace`` behind its gate, for ``caller``, kept open while the block runs."""
+        with self._slot(namespace) as slot:
+            yield GatedStore(slot.store, caller, slot.rules)
+
+    @contextlib.contextmanager
+    def tool(self, namespace: str, caller: Caller, *, overwrite: bool = False) -> Iterator[MemoryTool]:
+        """The memory tool of ``namespace`` over its gate, acting as ``caller``, kept open while the block runs;
+        ``overwrite`` lets its ``create`` replace a file (the client's choice of command, as for the SDK's
+        ``write_memory``: no safety setting)."""
+        with self._slot(namespace) as slot:
+            gate = GatedStore(slot.store, caller, slot.rules)
+            overwrites = overwrite or self.create_overwrites
+            yield MemoryTool(gate, create_overwrites=overwrites, auto_memory=slot.auto_memory, channel=caller.channel)
+
+    @contextlib.contextmanager
+    def _slot(self, namespace: str) -> Iterator[_Slot]:
         slot = self._acquire(namespace)
         try:
-            tool = self._tool(slot, (actor, session))
-            yield tool if request is None else _keyed(tool, request)
+            yield slot
         finally:
             self._release(slot)
-
-    def _tool(self, slot: _Slot, key: tuple[str, str | None]) -> MemoryTool:
-        with self._lock:
-            found = slot.tools.get(key)
-            if found is not None:
-                slot.tools.move_to_end(key)
-                return found
-        made = MemoryTool(slot.store, actor=key[0], session=key[1], **self.tool_options)
-        with self._lock:
-            tool = slot.tools.setdefault(key, made)
-            stale = slot.tools.popitem(last=False)[1] if len(slot.tools) > _TOOLS_PER_NAMESPACE else None
-        if tool is not made:
-            made.close()
-        if stale is not None:
-            stale.close()
-        return tool
 
     def _acquire(self, namespace: str) -> _Slot:
         with self._lock:
@@ -146,12 +152,21 @@ class Tenants:
             slot = self._open.get(namespace)
             if slot is None:
                 # Opening under the lock: a first request per namespace pays once, and two never open it twice.
-                slot = _Slot(open_store(self.url, namespace=namespace))
+                slot = self._open_slot(namespace)
                 self._open[namespace] = slot
                 self._evict()
             self._open.move_to_end(namespace)
             slot.leases += 1
             return slot
+
+    def _open_slot(self, namespace: str) -> _Slot:
+        store = open_store(self.url, namespace=namespace)
+        try:
+            rules = Rules.for_namespace(namespace, limits=self.limits)  # this process's settings, never a client's
+            return _Slot(store, rules, load_auto_memory())
+        except BaseException:
+            store.close()
+            raise
 
     def _release(self, slot: _Slot) -> None:
         with self._lock:
@@ -178,15 +193,3 @@ class Tenants:
         if self._process_lock is not None:
             os.close(self._process_lock)
             self._process_lock = None
-
-
-def _keyed(tool: MemoryTool, request: str) -> MemoryTool:
-    """A twin of the shared ``tool`` whose changes record the idempotency key ``request``.
-
-    The shared tool serves concurrent requests, so its origin must not change under them: the twin has its own
-    guard (which holds the origin) and shares everything else (store, policy, audit buffer). It is dropped after
-    the request, never closed: closing is the shared tool's (it flushes the shared audit buffer)."""
-    twin = copy.copy(tool)
-    twin.guard = copy.copy(tool.guard)
-    twin.origin = dataclasses.replace(tool.origin, request=request)
-    return twin

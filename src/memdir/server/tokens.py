@@ -66,6 +66,11 @@ def _add_expiry_and_last_use(schema: Schema) -> None:
     schema.execute(f"ALTER TABLE memdir_tokens ADD COLUMN last_used {real}")
 
 
+@migrations("0004-admin")
+def _admin_tokens(schema: Schema) -> None:
+    schema.script("ALTER TABLE memdir_tokens ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;")
+
+
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
     """What is known about a token (never the token itself). Times are seconds since the epoch."""
@@ -78,6 +83,7 @@ class TokenInfo:
     expires: float | None = None
     # When it was last used (to `TOUCH_SECONDS`): not part of which token this is, so not compared.
     last_used: float | None = field(default=None, compare=False)
+    admin: bool = False  # may replay versions with the actors and times they carry (an import, a migration)
 
     @property
     def active(self) -> bool:
@@ -101,11 +107,11 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
 
-_COLUMNS = "id, namespace, label, created, revoked, expires, last_used"
+_COLUMNS = "id, namespace, label, created, revoked, expires, last_used, admin"
 
 
 def _info(row: tuple[Any, ...]) -> TokenInfo:
-    id_, namespace, label, created, revoked, expires, last_used = row
+    id_, namespace, label, created, revoked, expires, last_used, admin = row
     return TokenInfo(
         str(id_),
         str(namespace),
@@ -114,6 +120,7 @@ def _info(row: tuple[Any, ...]) -> TokenInfo:
         _optional_float(revoked),
         _optional_float(expires),
         _optional_float(last_used),
+        bool(admin),
     )
 
 
@@ -129,10 +136,11 @@ class TokenRegistry:
         db.ensure(migrations)
 
     def create(
-        self, namespace: str, label: str | None = None, *, expires_in: float | None = None
+        self, namespace: str, label: str | None = None, *, expires_in: float | None = None, admin: bool = False
     ) -> tuple[str, TokenInfo]:
         """A new token for ``namespace``: (the token, shown once and never stored, and its record). With
-        ``expires_in`` (seconds), it is refused from then on, like a revoked one."""
+        ``expires_in`` (seconds), it is refused from then on, like a revoked one. An ``admin`` token's imports keep
+        the provenance they carry (`memdir.gate.Caller.admin`)."""
         check_namespace(namespace)
         if label is not None and (len(label) > _MAX_LABEL or not label.isprintable()):
             raise ConfigError(f"a token label is printable text of at most {_MAX_LABEL} characters")
@@ -141,11 +149,12 @@ class TokenRegistry:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = time.time()
         expires = None if expires_in is None else now + expires_in
-        info = TokenInfo(secrets.token_hex(6), namespace, label, now, expires=expires)
+        info = TokenInfo(secrets.token_hex(6), namespace, label, now, expires=expires, admin=admin)
         with self._db.transaction("create a token") as conn:
             conn.execute(
-                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
-                (info.id, _digest(token), info.namespace, info.label, info.created, info.expires),
+                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, expires, admin) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (info.id, _digest(token), info.namespace, info.label, info.created, info.expires, int(admin)),
             )
         return token, info
 

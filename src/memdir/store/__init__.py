@@ -18,7 +18,6 @@ refuses a URL that names none with `StoreNotFoundError` instead of creating one)
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from ._base import (
     check_namespace,
 )
 from ._exists import directory_exists, postgres_exists, sqlite_exists
+from ._urls import redact_url
 from .directory import DirectoryStore
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -81,26 +81,6 @@ def register_backend(scheme: str, opener: Opener, exists: Exists | None = None) 
     a store is already there (without it, every URL of the scheme counts as one: nothing to create)."""
     _BACKENDS[scheme.lower()] = opener
     _EXISTS[scheme.lower()] = exists or (lambda _url: True)
-
-
-def redact_url(url: str) -> str:
-    """The store URL as it may be shown (``memdir where``, logs, errors): a password, in the user part
-    (``postgresql://me:secret@db/m``) or the query (``?password=secret``), replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    if not parts.scheme or len(parts.scheme) == 1:  # a directory path (or a Windows drive) has no password
-        return url
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    shown_query = parts.query
-    if any(key == "password" for key, _ in query):
-        hidden = [(key, "***" if key == "password" else value) for key, value in query]
-        shown_query = urllib.parse.urlencode(hidden, safe="*")
-    netloc = parts.netloc
-    userinfo, at, host = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.partition(':')[0]}:***@{host}"
-    if (netloc, shown_query) == (parts.netloc, parts.query):
-        return url  # shown exactly as given
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=shown_query))
 
 
 def _after_scheme(url: str) -> str:

@@ -18,7 +18,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from ..errors import (
     AlreadyExistsError,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
-    from ..search import SearchHit
+    from ..search._hit import SearchHit
     from ._db import AuxDatabase
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "check_namespace",
     "key_path",
     "prunable_versions",
+    "register_search",
     "sha256_hex",
 ]
 
@@ -231,6 +232,9 @@ class Store(ABC):
     """
 
     namespace: str = DEFAULT_NAMESPACE
+    runs_commands: ClassVar[bool] = False
+    """True for a store on a memdir server (`memdir.RemoteStore`): the memory tool sends each command to the
+    server's own tool (`run_command`), which runs it behind the server's gate, instead of running it here."""
     checks_quota: bool = False
     """Whether `write` and `update` check their ``quota`` in the change's own transaction, against the usage
     that transaction sees (exact however many writers race). Otherwise ``quota`` is checked against `usage`
@@ -402,15 +406,27 @@ class Store(ABC):
         """
         raise ConfigError(f"{type(self).__name__} cannot list its namespaces: name the namespace to use")
 
+    def run_command(self, command: object, *, origin: Origin, overwrite: bool = False) -> dict[str, Any]:
+        """Run a memory tool command where the store lives (stores with `runs_commands` only): the result as the
+        server's tool answered it, ``{"text", "is_error", "content"}``; ``overwrite``: ``create`` may replace a
+        file."""
+        raise NotImplementedError(f"{type(self).__name__} runs no commands itself")
+
+    @property
+    def backend(self) -> Store:
+        """The store that holds the data: this one; a wrapper (the gate) answers the store it wraps. What is
+        derived from the data (the search index) belongs to the backend."""
+        return self
+
     # -- search -------------------------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None) -> list[SearchHit]:
         """The passages that best match ``query``, best first: full-text (BM25), or hybrid with embeddings when
         the ``[semantic]`` extra is installed. ``path_prefix`` limits it to a file or the files below a directory.
         The index follows this store's change log (`memdir.search`); backends need not override this."""
-        from ..search import search
-
-        return search(self, query, limit=limit, path_prefix=path_prefix)
+        if _SEARCH is None:  # memdir.search plugs itself in when memdir is imported, which importing this did
+            raise ConfigError("search is not available: memdir.search could not be imported")
+        return _SEARCH(self, query, limit, path_prefix)
 
     # -- the auxiliary database ---------------------------------------------------------------------------
 
@@ -452,6 +468,16 @@ class Store(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+_SEARCH: Callable[[Store, str, int, PathLike | None], list[SearchHit]] | None = None
+
+
+def register_search(search: Callable[[Store, str, int, PathLike | None], list[SearchHit]]) -> None:
+    """Plug the search engine into `Store.search` (called by `memdir.search` when it is imported): the engine is
+    built over the store contract, so the store does not import it."""
+    global _SEARCH
+    _SEARCH = search
 
 
 def check_expect(target: MemoryPath, current: int | None, expect: Expect) -> None:

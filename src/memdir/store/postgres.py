@@ -36,7 +36,6 @@ from ..errors import (
     PathError,
 )
 from ..paths import MemoryPath
-from . import redact_url
 from ._base import (
     ANY,
     DEFAULT_NAMESPACE,
@@ -61,6 +60,7 @@ from ._base import (
 )
 from ._migrations import Migrations, Schema
 from ._pg import PgDatabase, split_url
+from ._urls import redact_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence

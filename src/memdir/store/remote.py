@@ -6,9 +6,12 @@ The token decides the namespace (``namespace=`` is accepted, for `open_store`'s 
 ``token=``, else the URL's user part (``http://TOKEN@host:8765``, as database URLs carry passwords: convenient
 in a configuration file, but visible in process listings), else ``MEMDIR_TOKEN``.
 
-Every method is one request (``update`` is the base class's optimistic read and conditional write, retried on
-conflict). One `httpx.Client` keeps connections open between calls and may be shared by threads. The server's
-errors come back as the same `MemdirError` subclasses a local store raises.
+Every method is one request (``update`` is the base class's optimistic read and conditional write, retried on conflict).
+It is a thin client: the write policy, the limits, the review queue and the audit log run on the server, under the
+server's settings, whatever this process's settings say. The memory tool on a `RemoteStore` sends each command to the
+server's own tool (`run_command`, ``POST /v1/tool``), search is one ``/v1/search`` request, and the review queue and
+audit log are the server's (`api`). One `httpx.Client` keeps connections open between calls and may be shared by
+threads. The server's errors come back as the same `MemdirError` subclasses a local store raises.
 
 Retries (``retries`` more attempts, with jittered exponential backoff, so a hundred clients of a restarted server
 do not come back in step):
@@ -51,7 +54,7 @@ from .._wire import (
     version_to_json,
 )
 from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError, StorageUnavailableError
-from ..paths import MemoryPath
+from ..paths import MemoryPath, parse
 from ._base import (
     ANY,
     MISSING,
@@ -72,10 +75,15 @@ from ._base import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from ..search._hit import SearchHit
+
 __all__ = ["TOKEN_ENV", "RemoteStore"]
 
 TOKEN_ENV = "MEMDIR_TOKEN"
 _PAGE = 1000
+_MAX_HITS = 100  # the server's bound on one search
+_MAX_QUERY = 1000  # and on its query, in characters
+_TOOL_ACTORS = frozenset({"model", "user"})
 _MAX_RETRY_AFTER = 10.0  # seconds: a longer wait is the caller's decision, not a library's
 _BACKOFF = 0.1  # seconds before the first retry; doubled each time, up to _MAX_BACKOFF
 _MAX_BACKOFF = 2.0
@@ -85,6 +93,8 @@ _BROKEN = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)  # it m
 
 class RemoteStore(Store):
     """One namespace on a memdir server: the one its token opens."""
+
+    runs_commands = True
 
     def __init__(
         self,
@@ -118,6 +128,8 @@ class RemoteStore(Store):
             self.token_id = str(who["token_id"])
             # Whether the server's store records idempotency keys, so that a change may be sent again.
             self.idempotent_writes = who.get("idempotent_writes") is True
+            # Whether the token's imports keep the provenance they carry (else they are recorded as the token's).
+            self.admin = who.get("admin") is True
         except BaseException:
             self._client.close()
             raise
@@ -226,6 +238,68 @@ class RemoteStore(Store):
         encoded = None if content is None else base64.b64encode(content).decode("ascii")
         body = {"version": version_to_json(version), "content": encoded}
         return _version(self._json("POST", "/v1/versions", json=body))
+
+    # -- run where the store lives ------------------------------------------------------------------------
+
+    def run_command(self, command: object, *, origin: Origin, overwrite: bool = False) -> dict[str, Any]:
+        """One memory tool command, run by the server's tool as ``origin`` (the server accepts the actors
+        ``model`` and ``user``; its own record of the token otherwise); ``overwrite``: ``create`` may replace
+        an existing file."""
+        headers: dict[str, str] = {}
+        if origin.actor in _TOOL_ACTORS:
+            headers[HEADER_ACTOR] = origin.actor
+        if origin.session is not None:
+            headers[HEADER_SESSION] = encode_header(origin.session)
+        if origin.source is not None:
+            headers[HEADER_SOURCE] = encode_header(origin.source)
+        if isinstance(command, dict) and command.get("command") != "view":
+            headers[HEADER_IDEMPOTENCY] = origin.request or uuid.uuid4().hex
+        params = {"create_overwrites": "true"} if overwrite else None
+        answer = self._json("POST", "/v1/tool", json=command, headers=headers, params=params)
+        if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+            raise StorageError("the server's answer to a memory tool command is not a tool result")
+        return answer
+
+    def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None) -> list[SearchHit]:
+        """The server's search of this namespace: one request, the server's index."""
+        return self.search_page(query, limit=limit, path_prefix=path_prefix)[0]
+
+    def search_page(
+        self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None, mode: str = "auto"
+    ) -> tuple[list[SearchHit], str, str]:
+        """(hits, the mode the server used, its note): one ``GET /v1/search``."""
+        from ..search._hit import SearchHit  # search loads only when searching
+
+        # What a query parameter can carry: no NUL, no lone surrogate (a local search treats them as no word).
+        query = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+        if not query.strip():
+            return [], "fts", "An empty query matches nothing."  # as a local store's search answers it
+        # The server bounds a query (1,000 characters); a longer one is searched by its first words.
+        shown = query if len(query) <= _MAX_QUERY else query[:_MAX_QUERY].rsplit(" ", 1)[0] or query[:_MAX_QUERY]
+        params: dict[str, Any] = {"q": shown, "limit": min(max(limit, 1), _MAX_HITS), "mode": mode}
+        if path_prefix is not None:
+            params["prefix"] = as_path(path_prefix).virtual
+        data = self._json("GET", "/v1/search", params=params)
+        try:
+            hits = [
+                SearchHit(
+                    parse(hit["path"]),
+                    int(hit["first_line"]),
+                    int(hit["last_line"]),
+                    str(hit["passage"]),
+                    float(hit["score"]),
+                    tuple(str(r) for r in hit.get("retrievers", ())),
+                )
+                for hit in data["hits"]
+            ]
+            return hits, str(data["mode"]), str(data.get("note") or "")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StorageError("the server's search answer is malformed") from exc
+
+    def api(self, method: str, url: str, **kwargs: Any) -> Any:
+        """One call of the server's API (``/v1/review``, ``/v1/audit``...), its JSON answer; errors as
+        `MemdirError` subclasses. Used by the review queue and audit log of a remote store (`memdir.gate`)."""
+        return self._json(method, url, **kwargs)
 
     # -- HTTP ---------------------------------------------------------------------------------------------
 

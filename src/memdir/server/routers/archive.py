@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from ...archive import ArchiveSummary
-    from ...store import Store
+    from ...gate import GatedStore
 
 __all__ = ["ENDPOINTS"]
 
@@ -42,7 +42,7 @@ async def export(call: Call) -> Response:
     workdir = Path(tempfile.mkdtemp(prefix="memdir-export-"))
     target = workdir / "archive.zip"
     try:
-        await call.run(lambda store: export_namespace(store, target))
+        await call.run(lambda store: _export(store, target))
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
@@ -51,13 +51,20 @@ async def export(call: Call) -> Response:
     return FileResponse(target, media_type="application/zip", filename=name, background=cleanup)
 
 
+def _export(store: GatedStore, target: Path) -> None:
+    with store.call("export"):  # one audit entry for the whole archive: every version's content is in it
+        export_namespace(store, target)
+
+
 async def import_(call: Call) -> Response:
     call.require_type(_ARCHIVE_TYPES)
     with _workdir("memdir-import-") as workdir:
         archive = workdir / "archive.zip"
         await _receive(call, archive, call.services.config.max_archive_bytes)
 
-        def replay(store: Store) -> ArchiveSummary:
+        def replay(store: GatedStore) -> ArchiveSummary:
+            # Each version through the gate: screened, audited, and recorded as the caller's, now (only an admin
+            # caller's import keeps the actors and times the archive carries).
             return import_namespace(store, archive)
 
         summary = await call.run(replay, writes=True)

@@ -21,7 +21,7 @@ from .._schemas import ref
 if TYPE_CHECKING:
     from starlette.responses import Response
 
-    from ...store import Store
+    from ...gate import GatedStore
 
 __all__ = ["ENDPOINTS"]
 
@@ -33,8 +33,8 @@ async def entries(call: Call) -> Response:
     since = _since(call.query_text("since", max_chars=64))
     limit = call.query_int("limit", 200, minimum=1, maximum=_MAX_ENTRIES)
 
-    def read(store: Store) -> list[dict[str, Any]]:
-        found = audit_log(store).entries(path=None if path is None else path.virtual, since=since, limit=limit)
+    def read(store: GatedStore) -> list[dict[str, Any]]:
+        found = audit_log(store.inner).entries(path=None if path is None else path.virtual, since=since, limit=limit)
         return [{**entry.to_json(), "ts": iso_time(entry.ts)} for entry in found]
 
     return json_response({"entries": await call.run(read)})
@@ -64,8 +64,8 @@ def _iso(raw: str) -> float:
 
 
 async def integrity(call: Call) -> Response:
-    def check(store: Store) -> dict[str, Any]:
-        found = verify(store)
+    def check(store: GatedStore) -> dict[str, Any]:
+        found = verify(store.inner)
         return {"ok": not found, "files": store.usage().files, "discrepancies": [d.to_json() for d in found]}
 
     return json_response(await call.run(check))

@@ -1,9 +1,9 @@
 """Browsing and editing, for a person (the web page): the tree, a file as JSON, an edit, a diff of two versions.
 
-The store API (`files`) moves bytes for programs; these answer what a page needs in one request each and record
-in the audit log (channel ``http``) what they read and write. An edit always says which version it started from
-(``expected_version``; null for a new file), so a person never silently overwrites a change they have not seen:
-a stale edit is ``412 conflict`` with the file's ``current`` version, and nothing is written.
+The store API (`files`) moves bytes for programs; these answer what a page needs in one request each, and each is one
+entry in the audit log (channel ``web``: what a person read or wrote through the page). An edit always says which
+version it started from (``expected_version``; null for a new file), so a person never silently overwrites a change they
+have not seen: a stale edit is ``412 conflict`` with the file's ``current`` version, and nothing is written.
 """
 
 from __future__ import annotations
@@ -12,20 +12,21 @@ import functools
 import mimetypes
 from typing import TYPE_CHECKING, Any
 
-from ..._wire import iso_time, version_to_json
+from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError
 from ...store._base import MISSING, Expect
-from .. import _audited
 from .._diffs import diff, text_of
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
 from .._idempotency import REPLAYED, once, written
 from .._schemas import IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, json_body, ref
 from .._schemas import json_response as json_doc
+from .files import screened_to_json
 
 if TYPE_CHECKING:
     from starlette.responses import Response
 
+    from ...gate import GatedStore
     from ...paths import MemoryPath
     from ...store import Store, Version
     from ...store._base import Entry
@@ -42,7 +43,7 @@ _DEFAULT_TREE_FILES = 10_000
 async def tree(call: Call) -> Response:
     path = call.memory_path()
     limit = call.query_int("limit", _DEFAULT_TREE_FILES, minimum=1, maximum=MAX_TREE_FILES)
-    entries = await call.run(lambda store: store.list_files(path))
+    entries = await call.run(lambda store: store.list_files(path), caller=call.caller(channel="web"))
     return json_response(tree_to_json(path, entries, limit))
 
 
@@ -73,17 +74,15 @@ def tree_to_json(root: MemoryPath, entries: list[Entry], limit: int) -> dict[str
 async def view(call: Call) -> Response:
     path = call.memory_path()
     number = call.query_int("version", 0, minimum=1) if "version" in call.request.query_params else None
-    origin = call.origin(actor="user", session=None)
 
-    def read(store: Store) -> dict[str, Any]:
-        shown = _current(store, path) if number is None else _at_version(store, path, number)
-        _audited.record(
-            store, origin, "view" if number is None else "show", path.virtual, content=shown.pop("_content"),
-            version=shown["version"],
-        )  # fmt: skip
-        return shown
+    def read(store: GatedStore) -> dict[str, Any]:
+        with store.call("view" if number is None else "show", path.virtual) as receipt:
+            shown = _current(store, path) if number is None else _at_version(store, path, number)
+            content = shown.pop("_content")
+            receipt.read(content, shown["version"])  # what the person saw, whatever else was read to show it
+            return shown
 
-    return json_response(await call.run(read))
+    return json_response(await call.run(read, caller=call.caller(channel="web")))
 
 
 def _current(store: Store, path: MemoryPath) -> dict[str, Any]:
@@ -144,19 +143,18 @@ async def edit(call: Call) -> Response:
     path = call.memory_path()
     body = await call.json_object()
     content, expect = _edit_body(body)
-    origin = call.origin(actor="user", session=None)
+    caller = call.caller(channel="web")
     data = content.encode("utf-8")
 
-    def write(store: Store) -> tuple[Version, bool]:
-        def audited() -> Version:
-            change = functools.partial(store.write, path, data, expect=expect, origin=origin)
-            return _audited.write(store, origin, "edit", path.virtual, change)
+    def write(store: GatedStore) -> tuple[dict[str, Any], bool]:
+        with store.call("edit", path.virtual) as receipt:
+            change = functools.partial(store.write, path, data, expect=expect)
+            version, replayed = once(store, caller.request, change, written(path))
+            return screened_to_json(version, receipt), replayed
 
-        return once(store, origin, audited, written(path))
-
-    version, replayed = await call.run(write, writes=True)
-    headers = {"ETag": f'"{version.version}"', **(REPLAYED if replayed else {})}
-    return json_response(version_to_json(version), headers=headers)
+    answer, replayed = await call.run(write, writes=True, caller=caller)
+    headers = {"ETag": f'"{answer["version"]}"', **(REPLAYED if replayed else {})}
+    return json_response(answer, headers=headers)
 
 
 def _edit_body(body: dict[str, Any]) -> tuple[str, Expect]:
@@ -184,17 +182,16 @@ async def diff_versions(call: Call) -> Response:
     params = call.request.query_params
     first = call.query_int("from", 0, minimum=1) if "from" in params else None
     second = call.query_int("to", 0, minimum=1) if "to" in params else None
-    origin = call.origin(actor="user", session=None)
 
-    def compare(store: Store) -> dict[str, Any]:
-        new_side = _side(store, path, second)
-        old_side = _side(store, path, first) if first is not None else _previous(store, path, new_side["version"])
-        old_content, new_content = old_side.pop("_content"), new_side.pop("_content")
-        found = diff(old_content, new_content, old_side["label"], new_side["label"])
-        _audited.record(store, origin, "diff", path.virtual)
-        return {"path": path.virtual, "from": old_side, "to": new_side, **found.to_json()}
+    def compare(store: GatedStore) -> dict[str, Any]:
+        with store.call("diff", path.virtual):
+            new_side = _side(store, path, second)
+            old_side = _side(store, path, first) if first is not None else _previous(store, path, new_side["version"])
+            old_content, new_content = old_side.pop("_content"), new_side.pop("_content")
+            found = diff(old_content, new_content, old_side["label"], new_side["label"])
+            return {"path": path.virtual, "from": old_side, "to": new_side, **found.to_json()}
 
-    return json_response(await call.run(compare))
+    return json_response(await call.run(compare, caller=call.caller(channel="web")))
 
 
 def _side(store: Store, path: MemoryPath, number: int | None) -> dict[str, Any]:

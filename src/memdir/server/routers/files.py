@@ -25,12 +25,14 @@ from .._schemas import BYTES, IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER
 from .._schemas import json_response as json_doc
 
 if TYPE_CHECKING:
-    from ...store import Store
+    from ...gate import GatedStore, Receipt
     from ...store._base import FileData, Version
 
 __all__ = ["ENDPOINTS"]
 
-_OPS: frozenset[str] = frozenset({"create", "write", "str_replace", "insert", "restore", "external", "import"})
+# `external` (an outside edit memdir found) and `import` (a replayed version) are recorded by memdir itself: a
+# client that could write them could pass its own change off as someone else's.
+_OPS: frozenset[str] = frozenset({"create", "write", "str_replace", "insert", "restore"})
 _ETAG = re.compile(r'(?:W/)?"?([0-9]{1,18})"?')
 
 
@@ -59,17 +61,26 @@ async def write_file(call: Call) -> Response:
     op = call.request.query_params.get("op", "write")
     if op not in _OPS:
         raise ApiError("invalid_request", f"query parameter 'op' must be one of: {', '.join(sorted(_OPS))}")
-    origin = call.origin(actor="user", session=None)
+    caller = call.caller()
     content = await call.body(call.services.config.max_upload_bytes)
     written_op: Op = op  # type: ignore[assignment]  # checked against _OPS above
 
-    def write(store: Store) -> tuple[Version, bool]:
-        change = functools.partial(store.write, path, content, expect=expect, origin=origin, op=written_op)
-        return once(store, origin, change, written(path))
+    def write(store: GatedStore) -> tuple[dict[str, Any], bool]:
+        with store.call(op, path.virtual) as receipt:
+            change = functools.partial(store.write, path, content, expect=expect, op=written_op)
+            version, replayed = once(store, caller.request, change, written(path))
+            return screened_to_json(version, receipt), replayed
 
-    version, replayed = await call.run(write, writes=True)
-    headers = {"ETag": f'"{version.version}"', **(REPLAYED if replayed else {})}
-    return json_response(version_to_json(version), headers=headers)
+    answer, replayed = await call.run(write, writes=True, caller=caller)
+    headers = {"ETag": f'"{answer["version"]}"', **(REPLAYED if replayed else {})}
+    return json_response(answer, headers=headers)
+
+
+def screened_to_json(version: Version, receipt: Receipt) -> dict[str, Any]:
+    """A write's version, and what the write policy did to it (``outcome``: ``ok``, ``warn``, ``redact``; the
+    findings name rules and lines, never the text): what was stored may differ from what was sent."""
+    findings = [f.to_json() for f in receipt.findings if f.action != "allow"]
+    return {**version_to_json(version), "outcome": receipt.outcome or "ok", "findings": findings}
 
 
 def _expect(call: Call) -> Expect:
@@ -90,9 +101,9 @@ def _expect(call: Call) -> Expect:
 
 async def delete_file(call: Call) -> Response:
     path = call.memory_path()
-    origin = call.origin(actor="user", session=None)
+    caller = call.caller()
     versions, replayed = await call.run(
-        lambda store: once(store, origin, lambda: store.delete(path, origin=origin), removed(path)), writes=True
+        lambda store: once(store, caller.request, lambda: store.delete(path), removed(path)), writes=True, caller=caller
     )
     return json_response(versions_to_json(versions), headers=REPLAYED if replayed else None)
 
@@ -117,9 +128,9 @@ async def move(call: Call) -> Response:
     if not isinstance(source, str) or not isinstance(dest, str):
         raise ApiError("invalid_request", 'the body must be {"from": "/memories/...", "to": "/memories/..."}')
     src, dst = parse(source), parse(dest)
-    origin = call.origin(actor="user", session=None)
+    caller = call.caller()
     versions, replayed = await call.run(
-        lambda store: once(store, origin, lambda: store.move(src, dst, origin=origin), moved(dst)), writes=True
+        lambda store: once(store, caller.request, lambda: store.move(src, dst), moved(dst)), writes=True, caller=caller
     )
     return json_response(versions_to_json(versions), headers=REPLAYED if replayed else None)
 
@@ -181,6 +192,9 @@ ENDPOINTS = (
             "not_a_file",
             "not_a_directory",
             "payload_too_large",
+            "limit_exceeded",
+            "policy_refused",
+            "held_for_review",
             "idempotency_key_reused",
         ),
     ),

@@ -14,7 +14,6 @@ from starlette.responses import Response
 
 from ..._wire import version_from_json, version_to_json, versions_to_json
 from ...errors import NotFoundError
-from .. import _audited
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
 from .._idempotency import REPLAYED, once, written
@@ -22,6 +21,7 @@ from .._schemas import IDEMPOTENCY_HEADER, ORIGIN_HEADERS, PATH_PARAMETER, binar
 from .._schemas import json_response as json_doc
 
 if TYPE_CHECKING:
+    from ...gate import GatedStore
     from ...store import Store, Version
 
 __all__ = ["ENDPOINTS"]
@@ -40,20 +40,20 @@ async def restore(call: Call) -> Response:
     body = await call.json_object()
     number = _number(body, "version")
     expected = None if body.get("expected_version") is None else _number(body, "expected_version")
-    origin = call.origin(actor="user", session=None)
+    caller = call.caller()
 
-    def restore_in(store: Store) -> Version:
+    def restore_in(store: GatedStore) -> Version:
         if expected is None:
-            return store.restore(path, number, origin=origin)
+            return store.restore(path, number)
         # Store.restore overwrites whatever is there; a person restoring from the page has looked at one version
         # of the file, so the write is conditional on it (the same content and op as `restore`).
-        return store.write(path, store.read_version(path, number), expect=expected, origin=origin, op="restore")
+        return store.write(path, store.read_version(path, number), expect=expected, op="restore")
 
-    def audited(store: Store) -> tuple[Version, bool]:
-        change = functools.partial(_audited.write, store, origin, "restore", path.virtual, lambda: restore_in(store))
-        return once(store, origin, change, written(path))
+    def once_in(store: GatedStore) -> tuple[Version, bool]:
+        with store.call("restore", path.virtual):
+            return once(store, caller.request, functools.partial(restore_in, store), written(path))
 
-    version, replayed = await call.run(audited, writes=True)
+    version, replayed = await call.run(once_in, writes=True, caller=caller)
     return json_response(version_to_json(version), headers=REPLAYED if replayed else None)
 
 
@@ -94,6 +94,8 @@ async def import_version(call: Call) -> Response:
     except (ValueError, KeyError, TypeError) as exc:
         raise ApiError("invalid_request", f"'version' is not a version record: {exc}") from exc
     content = _content(body.get("content"))
+    # Through the gate: the content is screened, and the version is recorded as the caller's, now (only an admin
+    # caller's import keeps the actor, session and time it carries).
     recorded = await call.run(lambda store: store.import_version(version, content), writes=True)
     return json_response(version_to_json(recorded))
 

@@ -29,7 +29,12 @@ async def whoami(call: Call) -> Response:
     # Every namespace of a server is in one store of one kind: the admin store's kind answers for all.
     idempotent = call.services.admin.records_requests
     return json_response(
-        {"namespace": principal.namespace, "token_id": principal.token_id, "idempotent_writes": idempotent}
+        {
+            "namespace": principal.namespace,
+            "token_id": principal.token_id,
+            "idempotent_writes": idempotent,
+            "admin": principal.admin,
+        }
     )
 
 

@@ -1,9 +1,11 @@
 """The review queue: writes the policy held for a person (`memdir.policy.quarantine`), with diffs; approve, reject.
 
-Each item comes with the diff from the file *as it is now* to what the write would make it, since that is what
-approving applies (the held command is re-run through the memory tool). Items are read from the token's
-namespace only: an id from another namespace is simply not found. Approving runs the command as actor ``user``
-(the version's source names the item); a command that no longer applies is refused and the item stays pending.
+Each item comes with the diff from the file *as it is now* to what the write would make it, and whether the file
+changed since the write was held (``base_changed``): approving applies exactly the held content, re-screened
+through the gate as it will be committed (`memdir.gate.Review`), and only to the file as it was when the write
+was held; otherwise it is refused and the item stays pending. Items are numbered per namespace and read from the
+token's namespace only: a number from another namespace is simply not found. Approving writes as the reviewer
+(actor ``user``, channel ``review``; the version's source names the item).
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError, PolicyError
+from ...gate import Review
 from ...paths import parse
-from ...policy.quarantine import Quarantine
-from .. import _audited
 from .._diffs import diff
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
@@ -24,8 +25,8 @@ from .._schemas import json_response as json_doc
 if TYPE_CHECKING:
     from starlette.responses import Response
 
+    from ...gate import GatedStore
     from ...policy.quarantine import HeldWrite
-    from ...store import Store
 
 __all__ = ["ENDPOINTS"]
 
@@ -38,25 +39,33 @@ async def list_items(call: Call) -> Response:
     status = call.query_choice("status", _STATUSES)
     limit = call.query_int("limit", 100, minimum=1, maximum=_MAX_ITEMS)
 
-    def listed(store: Store) -> dict[str, Any]:
-        quarantine = Quarantine(store)
-        pending = quarantine.items("pending")
-        items = pending if status == "pending" else quarantine.items(None if status == "all" else status)
-        return {"items": [item_to_json(store, item) for item in items[:limit]], "pending": len(pending)}
+    def listed(store: GatedStore) -> dict[str, Any]:
+        with store.call("review"):  # one audit entry for the listing, the diffs' reads included
+            quarantine = Review(store)
+            pending = quarantine.items("pending")
+            items = pending if status == "pending" else quarantine.items(None if status == "all" else status)
+            return {"items": [item_to_json(store, item) for item in items[:limit]], "pending": len(pending)}
 
     return json_response(await call.run(listed))
 
 
 async def get_item(call: Call) -> Response:
     item_id = _item_id(call)
-    return json_response(await call.run(lambda store: item_to_json(store, Quarantine(store).get(item_id))))
+
+    def shown(store: GatedStore) -> dict[str, Any]:
+        with store.call("review", None) as receipt:
+            item = Review(store).get(item_id)
+            receipt.path = item.path
+            return item_to_json(store, item)
+
+    return json_response(await call.run(shown))
 
 
 async def approve(call: Call) -> Response:
     item_id = _item_id(call)
 
-    def approved(store: Store) -> dict[str, Any]:
-        quarantine = Quarantine(store)
+    def approved(store: GatedStore) -> dict[str, Any]:
+        quarantine = Review(store)
         _pending(quarantine.get(item_id))
         try:
             version = quarantine.approve(item_id)
@@ -64,30 +73,26 @@ async def approve(call: Call) -> Response:
             raise _decision_error(quarantine, item_id, exc) from exc
         return {"version": version, "item": item_to_json(store, quarantine.get(item_id))}
 
-    return json_response(await call.run(approved, writes=True))
+    return json_response(await call.run(approved, writes=True, caller=call.caller(channel="review")))
 
 
 async def reject(call: Call) -> Response:
     item_id = _item_id(call)
     reason = await _reason(call)
-    origin = call.origin(actor="user", session=None)
 
-    def rejected(store: Store) -> dict[str, Any]:
-        quarantine = Quarantine(store)
-        item = _pending(quarantine.get(item_id))
+    def rejected(store: GatedStore) -> dict[str, Any]:
+        quarantine = Review(store)
+        _pending(quarantine.get(item_id))
         try:
-            quarantine.reject(item_id, reason=reason)
+            item = quarantine.reject(item_id, reason=reason)  # its own audit entry, naming what was found
         except PolicyError as exc:
             raise _decision_error(quarantine, item_id, exc) from exc
-        # Approvals are recorded by the write they make (channel `review`); a rejection writes nothing, so it
-        # gets its own entry, naming what was found (never the content).
-        _audited.record(store, origin, "reject", item.path, channel="review", detail=_rules(item))
-        return item_to_json(store, quarantine.get(item_id))
+        return item_to_json(store, item)
 
-    return json_response(await call.run(rejected, writes=True))
+    return json_response(await call.run(rejected, writes=True, caller=call.caller(channel="review")))
 
 
-def item_to_json(store: Store, item: HeldWrite) -> dict[str, Any]:
+def item_to_json(store: GatedStore, item: HeldWrite) -> dict[str, Any]:
     try:
         data = store.read(parse(item.path))
         current, sha, number = data.content, data.sha256, data.version
@@ -113,7 +118,7 @@ def _pending(item: HeldWrite) -> HeldWrite:
     return item
 
 
-def _decision_error(quarantine: Quarantine, item_id: int, exc: PolicyError) -> ApiError:
+def _decision_error(quarantine: Review, item_id: int, exc: PolicyError) -> ApiError:
     """Two reviewers may race: the loser finds the item decided. Otherwise the write no longer applies."""
     status = quarantine.get(item_id).status
     if status != "pending":
@@ -132,10 +137,6 @@ async def _reason(call: Call) -> str | None:
     if reason is not None and (not isinstance(reason, str) or len(reason) > _MAX_REASON):
         raise ApiError("invalid_request", f"'reason' must be text of at most {_MAX_REASON} characters")
     return reason or None
-
-
-def _rules(item: HeldWrite) -> str | None:
-    return ",".join(f"{f.kind}:{f.rule}" for f in item.findings) or None
 
 
 _ID = {

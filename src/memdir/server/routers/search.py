@@ -17,8 +17,8 @@ from .._schemas import ref
 if TYPE_CHECKING:
     from starlette.responses import Response
 
+    from ...gate import GatedStore
     from ...search import Found, SearchHit
-    from ...store import Store
 
 __all__ = ["ENDPOINTS"]
 
@@ -35,8 +35,9 @@ async def search(call: Call) -> Response:
     prefix = call.query_path("prefix")
     mode: Any = call.query_choice("mode", _MODES)
 
-    def run(store: Store) -> Found:
-        return searcher(store).search(query, limit=limit, path_prefix=prefix, mode=mode)
+    def run(store: GatedStore) -> Found:
+        with store.call("search", prefix.virtual if prefix is not None else None):  # audited, never the query
+            return searcher(store.inner).search(query, limit=limit, path_prefix=prefix, mode=mode)
 
     found = await call.run(run)
     hits = [hit_to_json(hit) for hit in found.hits]

@@ -6,6 +6,10 @@ the command ran, whatever its outcome: a refused command is a result for the mod
 HTTP error. Writes are recorded with actor ``model`` (``X-Memdir-Actor: user`` says a person acts) and the
 ``X-Memdir-Session`` header, or ``token-<token id>`` when none is sent.
 
+``?create_overwrites=true`` lets ``create`` replace an existing file (as `MemoryTool(create_overwrites=True)`:
+the client's choice of command, e.g. an agent's ``write_memory``). Everything else is the server's: its write
+policy, limits and review queue for the namespace, whatever the client's own settings say.
+
 Two answers are not results: a database that cannot be reached right now is ``503 unavailable`` with
 ``Retry-After`` (the model did nothing wrong, and the same command will likely work in a moment), and a change sent
 again with the same ``Idempotency-Key`` answers the first attempt's result without changing anything again.
@@ -45,8 +49,9 @@ async def run_named_command(call: Call) -> Response:
 
 
 async def _execute(call: Call, command: object) -> Response:
-    origin = call.origin(actor="model", session=f"token-{call.principal.token_id}", actors=_ACTORS)
-    result, replayed = await call.run_tool(origin, command)
+    caller = call.caller(actor="model", actors=_ACTORS, channel="tool")
+    overwrite = call.query_choice("create_overwrites", ("false", "true")) == "true"
+    result, replayed = await call.run_tool(caller, command, overwrite=overwrite)
     if result.temporary:
         raise unavailable(result.text.removeprefix("Error: "))
     return json_response(result_to_json(result), headers=REPLAYED if replayed else None)

@@ -1,0 +1,598 @@
+"""`GatedStore`: a `Store` that guards a `Store`. Every door talks to one; backends never see a door.
+
+Like a caching filesystem over a filesystem (fsspec) or a middleware over an app (Starlette), the gate implements
+the interface of what it wraps, so a door cannot tell it is there and cannot go around it. For each operation:
+
+- **names**: a path that holds a secret is refused (`BlockedError`), whatever the policy does with content;
+- **content**: what the write changes is screened by the write policy (`memdir.gate._screen`): secrets redacted
+  or refused, injected instructions warned about, held for review (`HeldError`, the write waits in the
+  quarantine) or refused, as the serving side's ``[policy]`` says for the namespace;
+- **limits**: one file (``max_file_bytes``, images ``max_image_bytes``), checked on what would be stored, before
+  anything is screened when it is already too big; the namespace (``max_files``, ``max_total_bytes``) in the
+  write's own transaction where the backend can (`Store.checks_quota`), else just before;
+- **provenance**: actor, session and source come from the `Caller` the door admitted (a pinned caller's cannot
+  be changed by an ``origin=`` argument), the time from the clock; only an admin caller may record versions with
+  the metadata they carry (`import_version`) or the ``external`` and ``import`` operations; labels are redacted;
+- **audit**: every read of content (file, version, blob, log, history, listing, search) and every write is one
+  entry of the audit log, or part of the entry of the door's command (`GatedStore.call`).
+
+The review queue (`memdir.gate.Review`, `memdir.gate.review_queue`) applies an approved write through a gate too,
+re-screened as it will be committed. The backend below stays policy-free; `memdir.store` never imports this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._wire import code_for
+from ..errors import (
+    AlreadyExistsError,
+    BlockedError,
+    ConflictError,
+    FileTooLargeError,
+    HeldError,
+    MemdirError,
+    NotFoundError,
+    PathError,
+    PolicyError,
+)
+from ..paths import MemoryPath, parse
+from ..policy.audit import AuditEntry, audit_log
+from ..policy.quarantine import Quarantine
+from ..store._base import ANY, MISSING, Origin, Store, as_path, sha256_hex
+from ._caller import Caller
+from ._receipt import _ACTIVE, Receipt
+from ._rules import Rules
+from ._screen import changed_spans, describe, held_text, redacted_label, rules, screen, secrets_in_name
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from ..policy.pipeline import Screened
+    from ..search import SearchHit
+    from ..store._base import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
+    from ..store._db import AuxDatabase
+
+__all__ = ["GatedStore"]
+
+log = logging.getLogger("memdir.gate")
+
+# Only memdir itself records these: an outside edit it found (`external`), a version replayed from an archive.
+_ADMIN_OPS = frozenset({"external", "import"})
+_WRITES = frozenset({"create", "write", "str_replace", "insert", "delete", "rename", "restore", "import", "edit"})
+_ACTED = frozenset({"warn", "redact", "quarantine", "block"})
+_IMAGES = {".png": b"\x89PNG\r\n\x1a\n", ".jpg": b"\xff\xd8\xff", ".jpeg": b"\xff\xd8\xff"}
+_MAX_SHOWN = 1100  # a refused path is recorded as sent: bound what a hostile one adds to the log
+
+
+class _Hold(Exception):
+    """(Internal.) A write the policy quarantined, raised out of a locked update so that nothing is written and
+    the item is held outside the store's write lock."""
+
+    def __init__(self, screened: Screened, base_sha256: str | None) -> None:
+        super().__init__("held")
+        self.screened, self.base_sha256 = screened, base_sha256
+
+
+class GatedStore(Store):
+    """``inner`` as ``caller`` may use it, under ``rules`` (default: the settings' for the namespace)."""
+
+    checks_quota = True  # the gate enforces the namespace limits itself (in the write's transaction when it can)
+
+    def __init__(self, inner: Store, caller: Caller | None = None, rules: Rules | None = None) -> None:
+        if isinstance(inner, GatedStore):
+            raise TypeError("a GatedStore wraps a backend, not another gate: use gate.with_caller(...)")
+        self.inner = inner
+        self.namespace = inner.namespace
+        self.caller = caller or Caller()
+        self.rules = rules if rules is not None else Rules.for_namespace(inner.namespace)
+        self._audit = audit_log(inner) if self.rules.audit else None
+
+    def __repr__(self) -> str:
+        return f"GatedStore({self.inner!r}, actor={self.caller.actor!r}, channel={self.caller.channel!r})"
+
+    # -- variants -------------------------------------------------------------------------------------------------
+
+    def with_caller(self, **changes: Any) -> GatedStore:
+        """This gate for another caller (``actor=``, ``session=``, ``source=``, ``channel=``...), sharing the store,
+        the rules and the audit buffer. A pinned caller keeps its actor, session, principal and admin flag."""
+        if self.caller.pinned:
+            for name in ("actor", "session", "principal", "admin", "pinned"):
+                changes.pop(name, None)
+        twin = GatedStore.__new__(GatedStore)
+        twin.__dict__.update(self.__dict__)
+        twin.caller = dataclasses.replace(self.caller, **changes)
+        return twin
+
+    def with_rules(self, rules: Rules) -> GatedStore:
+        twin = self.with_caller()
+        twin.rules = rules
+        twin._audit = audit_log(self.inner) if rules.audit else None
+        return twin
+
+    # -- a door's command -----------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def call(self, command: str, path: str | None = None, new_path: str | None = None) -> Iterator[Receipt]:
+        """One door command: the store operations made in the block are recorded as one audit entry (``command``,
+        the paths as sent). The door reads the outcome from the receipt, and sets ``receipt.failed`` when the
+        command failed without an exception."""
+        receipt = Receipt(command, self._shown(path), self._shown(new_path))
+        token = _ACTIVE.set(receipt)
+        try:
+            yield receipt
+        except HeldError:
+            raise  # the receipt says "quarantine": not a failure
+        except BaseException as exc:
+            # A refused command is recorded with the error's code (`conflict`, `not_found`...) and no content.
+            receipt.failed = True
+            receipt.sha256 = receipt.size = receipt.version = None
+            if isinstance(exc, MemdirError) and receipt.detail is None:
+                receipt.detail = code_for(exc)
+            raise
+        finally:
+            _ACTIVE.reset(token)
+            self._record(receipt)
+
+    @contextlib.contextmanager
+    def _op(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> Iterator[Receipt]:
+        """An operation: part of the door's command when one is open, else recorded on its own."""
+        receipt = _ACTIVE.get()
+        if receipt is not None:
+            if receipt.path is None and path is not None:  # a door that named no path: its first operation's
+                receipt.path = self._shown(_virtual(path))
+            yield receipt
+            return
+        with self.call(command, _virtual(path), _virtual(new_path)) as own:
+            yield own
+
+    def _shown(self, path: str | None) -> str | None:
+        """A path as the audit log keeps it: its normal form when it parses, else as sent (bounded), and in either
+        case with any secret in it redacted."""
+        if path is None:
+            return None
+        try:
+            shown = parse(path).virtual
+        except PathError:
+            shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
+        return redacted_label(self.rules.policy, shown)
+
+    def _record(self, receipt: Receipt) -> None:
+        if self._audit is None or receipt.discarded:
+            return
+        caller, policy = self.caller, self.rules.policy
+        outcome = receipt.outcome or ("error" if receipt.failed else "ok")
+        entry = AuditEntry(
+            time.time(), caller.channel, redacted_label(policy, caller.actor) or "?",
+            redacted_label(policy, caller.session), redacted_label(policy, caller.source), receipt.command,
+            receipt.path, receipt.new_path, outcome, receipt.sha256, receipt.size, receipt.version,
+            ",".join(rules(receipt.findings)) or receipt.detail,
+        )  # fmt: skip
+        try:
+            # A write the policy acted on is flushed at once: its findings are recorded nowhere else. Reads, failed
+            # commands and clean writes (whose versions say who wrote what) wait in the buffer.
+            self._audit.record(entry, flush=receipt.command in _WRITES and outcome in _ACTED)
+        except Exception:  # the audit log must never break the command it records
+            log.exception("gate: could not record %r in the audit log", receipt.command)
+
+    # -- reading --------------------------------------------------------------------------------------------------
+
+    def stat(self, path: PathLike) -> Stat | None:
+        return self.inner.stat(path)  # metadata only: no content is read
+
+    def read(self, path: PathLike) -> FileData:
+        with self._op("read", path) as receipt:
+            data = self.inner.read(path)
+            receipt.read(data.content, data.version, data.path.virtual)
+            return data
+
+    def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
+        with self._op("list", path):
+            return self.inner.list_files(path)
+
+    def usage(self) -> Usage:
+        return self.inner.usage()
+
+    def log(self, since: int = 0, *, rescan: bool = True) -> Iterator[Version]:
+        with self._op("log"):
+            pass  # recorded when asked for: the versions are read as the caller iterates
+        return self.inner.log(since, rescan=rescan)
+
+    def _versions_touching(self, path: MemoryPath, before: int | None) -> list[Version]:
+        return self.inner._versions_touching(path, before)
+
+    def history(self, path: PathLike) -> list[Version]:
+        with self._op("history", path):
+            return self.inner.history(path)
+
+    def read_version(self, path: PathLike, version: int) -> bytes:
+        with self._op("show", path) as receipt:
+            content = self.inner.read_version(path, version)
+            receipt.read(content, version, as_path(path).virtual)
+            return content
+
+    def read_blob(self, sha256: str) -> bytes:
+        with self._op("blob") as receipt:
+            content = self.inner.read_blob(sha256)
+            receipt.read(content, None)
+            return content
+
+    def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None) -> list[SearchHit]:
+        with self._op("search", path_prefix):
+            return self.inner.search(query, limit=limit, path_prefix=path_prefix)
+
+    def namespaces(self) -> list[str]:
+        return self.inner.namespaces()
+
+    def requested(self, key: str) -> list[Version]:
+        return self.inner.requested(key)
+
+    @property
+    def records_requests(self) -> bool:  # type: ignore[override]  # the backend's answer, per instance
+        return self.inner.records_requests
+
+    @property
+    def aux(self) -> AuxDatabase:
+        return self.inner.aux
+
+    @property
+    def backend(self) -> Store:
+        return self.inner.backend
+
+    # -- writing --------------------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        path: PathLike,
+        content: bytes,
+        *,
+        expect: Expect = ANY,
+        origin: Origin | None = None,
+        op: Op = "write",
+        quota: Quota | None = None,
+    ) -> Version:
+        """`Store.write`, through the gate. ``quota`` narrows the namespace limits of the rules (never widens)."""
+        target = as_path(path)
+        with self._op(op, target) as receipt:
+            who = self._origin(origin, op)
+            self._check_name(target)
+            if expect is MISSING:
+                return self._create(target, content, who, op, quota, receipt)
+            return self._replace(target, content, expect, who, op, quota, receipt)
+
+    def update(
+        self,
+        path: PathLike,
+        change: Callable[[FileData], bytes],
+        *,
+        origin: Origin | None = None,
+        op: Op = "write",
+        quota: Quota | None = None,
+    ) -> Version:
+        """`Store.update`, through the gate: ``change``'s result is screened against the file it changed."""
+        target = as_path(path)
+        with self._op(op, target) as receipt:
+            who = self._origin(origin, op)
+            self._check_name(target)
+            return self._locked(target, change, who, op, quota, receipt)
+
+    def delete(self, path: PathLike, *, origin: Origin | None = None) -> list[Version]:
+        target = as_path(path)
+        with self._op("delete", target) as receipt:
+            versions = self.inner.delete(target, origin=self._origin(origin, "delete"))
+            receipt.version = versions[-1].version if versions else None
+            return versions
+
+    def move(self, src: PathLike, dst: PathLike, *, origin: Origin | None = None) -> list[Version]:
+        source, dest = as_path(src), as_path(dst)
+        with self._op("rename", source, dest) as receipt:
+            who = self._origin(origin, "rename")
+            self._check_name(dest)
+            versions = self.inner.move(source, dest, origin=who)
+            receipt.version = versions[-1].version if versions else None
+            return versions
+
+    def restore(self, path: PathLike, version: int, *, origin: Origin | None = None) -> Version:
+        target = as_path(path)
+        with self._op("restore", target):
+            return self.write(target, self.inner.read_version(target, version), origin=origin, op="restore")
+
+    def import_version(self, version: Version, content: bytes | None) -> Version:
+        """Replay a version exported elsewhere. An admin caller's keeps the actor, session, source and time it
+        carries; anyone else's is recorded as theirs, now. Its content is screened either way (a replay cannot
+        leave a hole in the history, so a write the policy would hold is saved, with its findings recorded)."""
+        with self._op("import", version.path, version.old_path) as receipt:
+            version = self._provenance(version)
+            for name in (version.path, version.old_path):
+                if name is not None:
+                    self._check_name(name)
+            if content is not None and version.sha256 is not None and version.op != "rename":
+                content = self._screened_import(version.path, content, receipt)
+                version = dataclasses.replace(version, sha256=sha256_hex(content), size=len(content))
+            recorded = self.inner.import_version(version, content)
+            receipt.version = recorded.version
+            return recorded
+
+    def prune_history(self, before: float) -> int:
+        with self._op("prune"):
+            return self.inner.prune_history(before)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write out the audit entries buffered so far."""
+        if self._audit is not None:
+            self._audit.flush()
+
+    def close(self) -> None:
+        """Flush the audit log and close the store below."""
+        self.flush()
+        self.inner.close()
+
+    # -- the write path -------------------------------------------------------------------------------------------
+
+    def _create(
+        self, target: MemoryPath, content: bytes, who: Origin, op: Op, quota: Quota | None, receipt: Receipt
+    ) -> Version:
+        try:
+            stored = self._gated(target, None, content, receipt)
+        except _Hold as held:
+            self._held(target, held, who, receipt)
+        limits = self._quota(quota, 1, len(stored))
+        version = self.inner.write(target, stored, expect=MISSING, origin=who, op=op, quota=limits)
+        receipt.wrote(stored, version.version, version.sha256, target.virtual)
+        return version
+
+    def _replace(
+        self,
+        target: MemoryPath,
+        content: bytes,
+        expect: Expect,
+        who: Origin,
+        op: Op,
+        quota: Quota | None,
+        receipt: Receipt,
+    ) -> Version:
+        """A write over whatever is there (``ANY``) or over one version: a locked update, so what the write changes
+        is screened against the content it replaces."""
+
+        def change(before: FileData) -> bytes:
+            if isinstance(expect, int) and before.version != expect:
+                raise ConflictError(
+                    f"{target.virtual} changed: expected version {expect}, found {before.version}",
+                    current=before.version,
+                )
+            return content
+
+        while True:
+            try:
+                return self._locked(target, change, who, op, quota, receipt)
+            except NotFoundError:
+                if isinstance(expect, int):
+                    raise ConflictError(
+                        f"{target.virtual} changed: expected version {expect}, found none", current=None
+                    ) from None
+            try:
+                return self._create(target, content, who, op, quota, receipt)
+            except AlreadyExistsError:
+                continue  # another writer created it meanwhile: write over theirs, screened against it
+
+    def _locked(
+        self,
+        target: MemoryPath,
+        change: Callable[[FileData], bytes],
+        who: Origin,
+        op: Op,
+        quota: Quota | None,
+        receipt: Receipt,
+    ) -> Version:
+        stored: list[bytes] = []
+        limits = self._effective_quota(quota)
+        # A backend that cannot check the limits in the write's transaction: the usage is read first (nothing
+        # else is read inside its write lock), and the change checked against it.
+        usage = self.inner.usage() if limits is not None and not self.inner.checks_quota else None
+
+        def apply(before: FileData) -> bytes:
+            content = self._gated(target, before, change(before), receipt)
+            if usage is not None and limits is not None:
+                limits.check(usage, 0, len(content) - len(before.content))
+            stored[:] = [content]
+            return content
+
+        limits = limits if self.inner.checks_quota else None
+        try:
+            version = self.inner.update(target, apply, origin=who, op=op, quota=limits)
+        except _Hold as held:
+            self._held(target, held, who, receipt)
+        receipt.wrote(stored[0], version.version, version.sha256, target.virtual)
+        return version
+
+    def _gated(self, target: MemoryPath, before: FileData | None, content: bytes, receipt: Receipt) -> bytes:
+        """What may be stored at ``target`` for ``content``: sized, screened against ``before``, redacted."""
+        image = _is_image(target, content)
+        self._check_size(target, len(content), image)  # an oversize write is refused before it is screened
+        if image:
+            return content  # not text: nothing to screen or redact in it
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return self._binary(target, content, receipt)
+        old = _text(before.content) if before is not None else None
+        policy = self.rules.policy
+        screened = screen(policy, text, changed_spans(old, text), untrusted=self.caller.untrusted)
+        receipt.findings = screened.findings
+        if screened.outcome in _ACTED:
+            receipt.outcome = screened.outcome
+        if screened.outcome == "block":
+            raise self._blocked(target, screened.findings)
+        if screened.outcome == "quarantine":
+            raise _Hold(screened, before.sha256 if before is not None else None)
+        stored = screened.text.encode("utf-8") if screened.text is not text else content
+        self._check_size(target, len(stored), image=False)
+        receipt.regions = (screened.region,)
+        return stored
+
+    def _binary(self, target: MemoryPath, content: bytes, receipt: Receipt) -> bytes:
+        """Bytes that are not UTF-8 text (and not an image) cannot be redacted: a secret found in their lossy text
+        refuses the write instead."""
+        found = [f for f in self.rules.policy.findings(content.decode("utf-8", "replace")) if f.kind == "secret"]
+        acted = [f for f in found if f.action in ("redact", "quarantine", "block")]
+        if acted:
+            receipt.findings, receipt.outcome = acted, "block"
+            raise self._blocked(target, acted, binary=True)
+        return content
+
+    def _held(self, target: MemoryPath, held: _Hold, who: Origin, receipt: Receipt) -> Any:
+        """Quarantine a write and raise `HeldError`: it is not in memory until a person approves it."""
+        content = held_text(held.screened).encode("utf-8")
+        command = {"command": receipt.command, "path": target.virtual}
+        item = Quarantine(self.inner).hold(
+            command, target.virtual, content, base_sha256=held.base_sha256, origin=who, findings=held.screened.findings
+        )
+        receipt.held, receipt.sha256, receipt.size = item, sha256_hex(content), len(content)
+        reasons = describe(held.screened.findings)
+        raise HeldError(
+            f"the write to {target.virtual} was held for review (quarantine item #{item}): {reasons}",
+            item=item,
+            reasons=reasons,
+            rules=rules(held.screened.findings),
+        )
+
+    def _screened_import(self, path: MemoryPath, content: bytes, receipt: Receipt) -> bytes:
+        try:
+            before: FileData | None = self.inner.read(path)
+        except (NotFoundError, PathError, PolicyError):
+            before = None
+        except Exception:  # a directory or a file in the way: the import itself will say so
+            before = None
+        try:
+            return self._gated(path, before, content, receipt)
+        except _Hold as held:  # a replay keeps every version: held text is saved, and what was found is recorded
+            receipt.outcome = "warn"
+            return held_text(held.screened).encode("utf-8")
+
+    # -- the checks -----------------------------------------------------------------------------------------------
+
+    def _origin(self, given: Origin | None, op: str) -> Origin:
+        """Who a change is recorded as: the caller (a pinned one's actor and session whatever the door passes),
+        with any secret in the labels redacted."""
+        caller = self.caller
+        if op in _ADMIN_OPS and not caller.admin:
+            raise PolicyError(f"'{op}' versions are recorded by memdir itself, not written by a client")
+        if given is None:
+            actor, session, source, request = caller.actor, caller.session, caller.source, caller.request
+        elif caller.pinned:
+            actor, session, source = caller.actor, caller.session, given.source or caller.source
+            request = given.request or caller.request
+        else:
+            actor, session, source = given.actor, given.session, given.source or caller.source
+            request = given.request or caller.request
+        policy = self.rules.policy
+        return Origin(
+            redacted_label(policy, actor) or actor,
+            redacted_label(policy, session),
+            redacted_label(policy, source),
+            request,
+        )
+
+    def _provenance(self, version: Version) -> Version:
+        """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now."""
+        policy = self.rules.policy
+        if self.caller.admin:  # as carried, with any secret in its labels redacted
+            return dataclasses.replace(
+                version,
+                actor=redacted_label(policy, version.actor) or version.actor,
+                session=redacted_label(policy, version.session),
+                source=redacted_label(policy, version.source),
+            )
+        who = self._origin(None, "write")
+        return dataclasses.replace(
+            version, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
+        )
+
+    def _check_name(self, target: MemoryPath) -> None:
+        """A path that holds a secret is refused: a name is kept in every version, listing, URL and log entry, and
+        cannot be redacted and still name the file the writer meant."""
+        found = secrets_in_name(self.rules.policy, target.virtual)
+        if not found:
+            return
+        receipt = _ACTIVE.get()
+        if receipt is not None:
+            receipt.findings, receipt.outcome = list(found), "block"
+        kinds = ", ".join(dict.fromkeys(f.detail for f in found))
+        reasons = f"the path holds {'a secret' if len(found) == 1 else 'secrets'} ({kinds})"
+        raise BlockedError(
+            f"{reasons}: a file name is kept in every version, listing and log, so it must not hold one. "
+            "Choose another name.",
+            reasons=reasons,
+            rules=rules(found),
+        )
+
+    def _blocked(self, target: MemoryPath, findings: list[Any], *, binary: bool = False) -> BlockedError:
+        reasons = describe(findings)
+        extra = " (the content is not text, so it cannot be redacted)" if binary else ""
+        return BlockedError(
+            f"the write to {target.virtual} was refused by the memory policy: {reasons}{extra}",
+            reasons=reasons + extra,
+            rules=rules(findings),
+        )
+
+    def _check_size(self, target: MemoryPath, size: int, image: bool) -> None:
+        limits = self.rules.limits
+        maximum = limits.max_image_bytes if image else limits.max_file_bytes
+        if maximum is not None and size > maximum:
+            kind = "image" if image else "file"
+            raise FileTooLargeError(
+                f"{target.virtual} would be {size:,} bytes, over the limit of {maximum:,} bytes per {kind}",
+                size=size,
+                maximum=maximum,
+                image=image,
+            )
+
+    def _effective_quota(self, quota: Quota | None) -> Quota | None:
+        """The rules' namespace limits, narrowed by a door's own ``quota``."""
+        own = self.rules.quota
+        if quota is None or own is None:
+            return quota or own
+        return dataclasses.replace(
+            own,
+            max_files=_least(own.max_files, quota.max_files),
+            max_bytes=_least(own.max_bytes, quota.max_bytes),
+        )
+
+    def _quota(self, quota: Quota | None, added_files: int, added_bytes: int) -> Quota | None:
+        """The limits to hand the backend for a new file (checked here first when the backend cannot)."""
+        limits = self._effective_quota(quota)
+        if limits is None:
+            return None
+        if self.inner.checks_quota:
+            return limits
+        if limits.can_refuse(added_files, added_bytes):
+            limits.check(self.inner.usage(), added_files, added_bytes)
+        return None
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _virtual(path: PathLike | None) -> str | None:
+    return path.virtual if isinstance(path, MemoryPath) else path
+
+
+def _is_image(target: MemoryPath, content: bytes) -> bool:
+    """PNG and JPEG images (by name and magic bytes), which have a limit of their own and are not screened."""
+    suffix = "." + target.name.rsplit(".", 1)[-1].lower() if "." in target.name else ""
+    magic = _IMAGES.get(suffix)
+    return magic is not None and content.startswith(magic)
+
+
+def _text(content: bytes) -> str | None:
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
