@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..errors import NotFoundError
 from ..policy.audit import audit_log
 from ..store import open_store
 from ..tool import MemoryTool
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from ..store import Store
 
@@ -60,12 +61,21 @@ class _Slot:
 
 
 class Tenants:
-    def __init__(self, url: str | None, limit: int = 64, tool_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        limit: int = 64,
+        tool_options: dict[str, Any] | None = None,
+        urls: Mapping[str, str] | None = None,
+    ) -> None:
         self.url = url
         self.limit = limit
         self.tool_options = tool_options or {}
+        # When given, the namespaces served and the store each one is (one store per namespace); else every
+        # namespace of ``url``.
+        self.urls = urls
         # One SQLite file serves every namespace, so its writers share one lock; other stores lock per namespace.
-        self._shared_writes = (url or "").lower().startswith("sqlite:")
+        self._shared_writes = urls is None and (url or "").lower().startswith("sqlite:")
         self._write_locks: dict[str, anyio.Lock] = {}
         self._process_lock: int | None = None  # the flock file's descriptor (SQLite stores)
         self._open: OrderedDict[str, _Slot] = OrderedDict()
@@ -146,12 +156,20 @@ class Tenants:
             slot = self._open.get(namespace)
             if slot is None:
                 # Opening under the lock: a first request per namespace pays once, and two never open it twice.
-                slot = _Slot(open_store(self.url, namespace=namespace))
+                slot = _Slot(self._open_store(namespace))
                 self._open[namespace] = slot
                 self._evict()
             self._open.move_to_end(namespace)
             slot.leases += 1
             return slot
+
+    def _open_store(self, namespace: str) -> Store:
+        if self.urls is None:
+            return open_store(self.url, namespace=namespace)
+        url = self.urls.get(namespace)
+        if url is None:
+            raise NotFoundError(f"this server has no namespace {namespace!r}")
+        return open_store(url)
 
     def _release(self, slot: _Slot) -> None:
         with self._lock:
