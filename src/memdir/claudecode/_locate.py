@@ -114,6 +114,16 @@ class Location:
     disabled: str | None = None  # why Claude Code does not use auto memory here (then ``directory`` is unused)
 
     @property
+    def name(self) -> str:
+        """A short name for a picker: the project's folder name, or the agent and its scope."""
+        if self.kind == "agent":
+            where = f", {self.project.name}" if self.project is not None and self.scope != "user" else ""
+            return f"{self.agent} ({self.scope}{where})"
+        if self.project is not None:
+            return self.project.name
+        return self.key or self.directory.name
+
+    @property
     def label(self) -> str:
         if self.kind == "agent":
             where = f" of {self.project}" if self.project is not None and self.scope != "user" else ""

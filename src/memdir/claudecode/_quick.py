@@ -103,8 +103,9 @@ def listing(directory: str, child: str | None = None) -> list[str]:
     return sorted(names)
 
 
-def unchanged() -> bool:
-    """True when the disk is as the last snapshot left it (then there is nothing to record)."""
+def unchanged(*, hook: bool = True) -> bool:
+    """True when the disk is as the last snapshot left it (then there is nothing to record). ``hook``: a hook runs
+    this command, and its payload on stdin names the session's working directory."""
     try:
         with open(manifest_path(), "rb") as file:
             manifest = json.load(file)
@@ -114,7 +115,7 @@ def unchanged() -> bool:
         return False
     if manifest.get("config") != config_dir():
         return False
-    payload = _parse_stdin()
+    payload = _parse_stdin() if hook else None
     _stash[:] = [payload]
     cwd = payload.get("cwd") if payload is not None else None
     if cwd is not None and cwd not in manifest.get("cwds", ()):

@@ -39,8 +39,10 @@ class Change:
 
 def parse_time(text: str, now: float | None = None) -> float:
     """``2026-11-29T14:38:01Z``, ``2026-11-29 14:38`` (local time without a zone), ``2026-11-29`` (its start),
-    or a span ago: ``30m``, ``2h``, ``3d``, ``1w``."""
+    a span ago (``30m``, ``2h``, ``3d``, ``1w``) or seconds since the epoch."""
     value = text.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):  # seconds since the epoch, as scripts have them
+        return float(value)
     ago = _AGO.fullmatch(value)
     if ago:
         return (time.time() if now is None else now) - int(ago.group(1)) * _UNITS[ago.group(2)]

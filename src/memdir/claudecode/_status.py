@@ -79,6 +79,7 @@ class DirectoryStatus:
             "namespace": self.namespace,
             "kind": loc.kind,
             "label": loc.label,
+            "name": loc.name,
             "directory": str(loc.directory),
             "project": None if loc.project is None else str(loc.project),
             "agent": loc.agent,

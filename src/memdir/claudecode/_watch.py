@@ -3,8 +3,10 @@
 The directories are watched with the operating system's file events (inotify, FSEvents..., through
 ``watchfiles``); each batch of changes in a memory directory, or in what decides where they are (the projects and
 agent-memory folders, settings files), is followed by a snapshot (`snapshot`), which records only the directories
-whose fingerprint changed. Session transcripts, which change all the time in the same folders, are ignored. Every
-minute without events the watched set is looked at again (a new project, a moved ``autoMemoryDirectory``).
+whose fingerprint changed. Session transcripts, which change all the time in the same folders, are ignored. Each
+second without events the quick check (`memdir.claudecode._quick`) looks for what events cannot show (a change
+made before the watch began, a directory where nothing is watched yet); when the set of directories changes (a
+new project, a moved ``autoMemoryDirectory``) the watch starts again over the new set.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from . import _quick
 from ._discover import discover, known_projects
 from ._locate import Claude
 from ._snapshot import Snapshot, snapshot
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["watch"]
 
-_RESCAN_MS = 60_000
+_CHECK_MS = 1000
 _SETTINGS = ("settings.json", "settings.local.json")
 
 
@@ -56,12 +59,15 @@ def watch(
             debounce=debounce_ms,
             step=50,
             stop_event=stop,
-            rust_timeout=_RESCAN_MS,
+            rust_timeout=_CHECK_MS,
             yield_on_timeout=True,
             raise_interrupt=False,
         ):
-            if changes:
-                _report(snapshot(claude, source="watch"), report)
+            # Events say when to look; the quick check, every second without any, catches what they cannot: a
+            # change made before the watch began, a directory appearing where nothing is watched yet.
+            if not changes and _quick.unchanged(hook=False):
+                continue
+            _report(snapshot(claude, source="watch"), report)
             if {str(loc.directory) for loc in discover(claude)} != {str(loc.directory) for loc in locations}:
                 break  # the set of directories changed: watch the new one
 

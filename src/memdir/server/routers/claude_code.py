@@ -73,6 +73,7 @@ def _described(namespace: str, loc: Location) -> dict[str, Any]:
         "namespace": namespace,
         "kind": loc.kind,
         "label": loc.label,
+        "name": loc.name,
         "directory": str(loc.directory),
         "project": None if loc.project is None else str(loc.project),
         "agent": loc.agent,
@@ -116,7 +117,9 @@ ENDPOINTS = (
         "claude-code",
         description="Only with the sign-in token `memdir serve --claude-code` prints. Each directory's token opens "
         "its namespace for this server's lifetime.",
-        responses={"200": json_doc(_OBJECT, "`namespaces`: directory, kind, label, project, agent, scope, token.")},
+        responses={
+            "200": json_doc(_OBJECT, "`namespaces`: directory, kind, label, name, project, agent, scope, token.")
+        },
     ),
     Endpoint(
         "GET",

@@ -858,7 +858,7 @@
       return;
     }
     const select = h("select", { id: "namespace-picker", onchange: (event) => switchTo(event.target.value).then((ok) => ok && (location.hash = route("files"))) },
-      known.namespaces.map((d) => h("option", { value: d.namespace, selected: d.namespace === state.namespace }, d.label)));
+      known.namespaces.map((d) => h("option", { value: d.namespace, selected: d.namespace === state.namespace, title: d.label }, d.name)));
     $("namespace").hidden = true;
     $("namespace").before(h("label", { class: "picker" }, h("span", { class: "visually-hidden" }, "Memory directory"), select));
     if (!document.querySelector('[data-nav="claude-code"]')) {
@@ -905,7 +905,8 @@
       : index.whole ? chip("MEMORY.md loads whole", "ok")
       : chip("MEMORY.md: lines " + (index.loaded_lines + 1) + "–" + index.lines + " not loaded", "warn");
     return h("article", { class: "card result", "data-namespace": d.namespace },
-      h("h2", {}, h("a", { href: route("files", { ns: d.namespace }) }, d.label)),
+      h("h2", {}, h("a", { href: route("files", { ns: d.namespace }), title: d.label }, d.name)),
+      h("div", { class: "muted small" }, d.label),
       h("div", { class: "muted small mono" }, d.directory),
       h("div", { class: "chips" }, chip(d.files + (d.files === 1 ? " file" : " files")), chip(bytes(d.bytes)),
         d.last_change ? chip("changed " + ago(d.last_change)) : null, load,
@@ -931,7 +932,7 @@
       h("div", { class: "results" }, hits.map((hit) => {
         const card = searchHit(hit, query);
         card.querySelector("a").setAttribute("href", route("file", { ns: hit.directory.namespace, p: hit.path, line: hit.first_line + "-" + hit.last_line }));
-        card.querySelector("h2").append(" ", chip(hit.directory.label, "accent"));
+        card.querySelector("h2").append(" ", chip(hit.directory.name, "accent"));
         return card;
       })),
     ];
