@@ -32,13 +32,14 @@ _TRANSCRIPT_HEAD = 64 * 1024  # bytes of a transcript read for its working direc
 _SHARED = "shared by several projects"
 
 
-def discover(claude: Claude, projects: Iterable[Path] | None = None) -> list[Location]:
-    """Every memory directory that exists, projects first (by label), then agents."""
+def discover(claude: Claude, projects: Iterable[Path] | None = None, notes: list[str] | None = None) -> list[Location]:
+    """Every memory directory that exists, projects first (by label), then agents. ``notes`` collects what
+    Claude Code ignores or turns off in the known projects' settings (for `status`)."""
     found: dict[str, Location] = {}
     for location in _default_projects(claude):
         _add(found, location)
     for project in known_projects(claude) if projects is None else projects:
-        for location in _of_project(claude, project):
+        for location in _of_project(claude, project, notes if notes is not None else []):
             _add(found, location)
     for name in _subdirectories(claude.agent_memory):
         _add(found, Location(claude.agent_memory / name, "agent", None, name, "user", "user scope"))
@@ -62,9 +63,12 @@ def _default_projects(claude: Claude) -> Iterable[Location]:
             yield Location(directory, "project", _project_of(claude, key), reason="the default location", key=key)
 
 
-def _of_project(claude: Claude, project: Path) -> Iterable[Location]:
-    location, _ = project_memory(claude, project)
-    if location.disabled is None and location.directory.is_dir():
+def _of_project(claude: Claude, project: Path, notes: list[str]) -> Iterable[Location]:
+    location, ignored = project_memory(claude, project)
+    notes += [f"{project}: Claude Code ignores {why}" for why in ignored]
+    if location.disabled is not None:
+        notes.append(f"{project}: auto memory is off: {location.disabled}")
+    elif location.directory.is_dir():
         yield location
     for scope, folder in (("project", "agent-memory"), ("local", "agent-memory-local")):
         base = project / ".claude" / folder

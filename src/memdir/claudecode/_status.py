@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._format import human_size, split_lines
 from ..automemory import INDEX_MAX_BYTES, INDEX_MAX_LINES, cut_index, read_frontmatter
-from ..policy import WritePolicy
+from ..policy.secrets import find_secrets
 from ._discover import discover
-from ._locate import Claude, Location, project_memory
+from ._locate import Claude, Location
 from ._stores import store_id
 
 if TYPE_CHECKING:
@@ -111,43 +110,34 @@ class Report:
 
 def status(claude: Claude | None = None) -> Report:
     claude = claude or Claude.here()
-    policy = WritePolicy()  # the default rules: every secret they know is reported
-    directories = [_look(location, policy) for location in discover(claude)]
-    return Report(claude, directories, _notes(claude))
-
-
-def _notes(claude: Claude) -> list[str]:
-    from ._discover import known_projects
-
     notes: list[str] = []
-    for project in known_projects(claude):
-        location, ignored = project_memory(claude, project)
-        notes += [f"{project}: Claude Code ignores {why}" for why in ignored]
-        if location.disabled:
-            notes.append(f"{project}: auto memory is off: {location.disabled}")
-    return sorted(set(notes))
+    directories = [_look(location) for location in discover(claude, notes=notes)]
+    return Report(claude, directories, sorted(set(notes)))
 
 
-def _look(location: Location, policy: WritePolicy) -> DirectoryStatus:
+def _look(location: Location) -> DirectoryStatus:
     found = DirectoryStatus(location)
-    for relative, path, st in _files(location.directory):
+    for relative, path, st in _files(str(location.directory)):
         found.files += 1
         found.size += st.st_size
         found.last_change = max(found.last_change or 0.0, st.st_mtime)
         try:
-            text = path.read_bytes().decode("utf-8")
+            with open(path, "rb") as file:
+                text = file.read().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             found.unreadable.append(relative)
             continue
         if relative == INDEX:
             found.index = _index_load(text)
-        found.secrets += [Problem(relative, f.line, f.rule) for f in policy.findings(text) if f.kind == "secret"]
+        # The write policy's secret rules (memdir.policy.secrets), the ones that redact a secret written through
+        # memdir: what they would have caught, Claude Code wrote in unscreened.
+        found.secrets += [Problem(relative, text.count("\n", 0, m.start) + 1, m.rule) for m in find_secrets(text)]
         if relative.endswith(".md") and relative != INDEX:
             found.frontmatter += _frontmatter(relative, text)
     return found
 
 
-def _files(directory: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+def _files(directory: str) -> Iterator[tuple[str, str, os.stat_result]]:
     """The non-hidden regular files below ``directory`` (as the store sees them: links are not followed)."""
     stack = [(directory, "")]
     while stack:
@@ -159,9 +149,9 @@ def _files(directory: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
             continue
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
+                stack.append((entry.path, f"{prefix}{entry.name}/"))
             elif entry.is_file(follow_symlinks=False):
-                yield f"{prefix}{entry.name}", Path(entry.path), entry.stat(follow_symlinks=False)
+                yield f"{prefix}{entry.name}", entry.path, entry.stat(follow_symlinks=False)
 
 
 def _index_load(text: str) -> IndexLoad:
