@@ -143,7 +143,7 @@ def test_the_cli_prints_the_mcp_line(settings: Path, _isolated_home: Path) -> No
     lines = result.stdout.splitlines()
     assert lines[0] == f"Added the snapshot hook (SessionStart, PreCompact, SessionEnd) to {settings}."
     assert lines[-1].startswith("  claude mcp add --scope user memdir -- ")
-    assert lines[-1].endswith(" mcp --store claude-code:")
+    assert lines[-1].endswith(" mcp --store 'claude-code:?create=1'")
     command = ours_command(settings)
     assert command.startswith(f"MEMDIR_HOME={_isolated_home} ")  # the hook records where this memdir does
     result = CliRunner().invoke(cli, ["claude-code", "install"])

@@ -11,7 +11,7 @@ from memdir.claudecode import store_id
 from memdir.errors import ConfigError, NotFoundError
 from memdir.search import searcher
 
-from .helpers import FakeHome, Layout
+from .helpers import FakeHome, Layout, key
 
 
 def test_the_directory_is_the_memories_root(layout: Layout) -> None:
@@ -74,6 +74,11 @@ def test_a_missing_directory_is_not_created(fake: FakeHome) -> None:
         open_store(f"claude-code:{project}")
     assert str(caught.value).startswith(f"Claude Code has no memory directory for project {project} yet")
     assert not (fake.claude / "projects").exists()
+    with open_store(f"claude-code:{project}?create=1") as store:  # as the MCP server opens it
+        assert store.list_files() == []
+    assert oct((fake.claude / "projects" / key(project) / "memory").stat().st_mode)[-3:] == "700"
+    with pytest.raises(ConfigError, match="takes one option"):
+        open_store(f"claude-code:{project}?make=yes")
 
 
 def test_one_namespace_only(layout: Layout) -> None:

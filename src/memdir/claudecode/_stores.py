@@ -10,11 +10,14 @@ URL                                 the directory
 ``claude-code:dir:/path``           a memory directory named directly (as `memdir claude-code status` lists them)
 ==================================  =============================================================================
 
+``?create=1`` after any of them makes the directory when it does not exist yet (Claude Code makes it when its
+auto memory first runs in a project; the MCP server of a project's first session may start before that).
+
 The directory itself is ``/memories`` (its ``MEMORY.md`` is ``/memories/MEMORY.md``). memdir writes nothing
 inside it but what memory commands write there: the history, the search index and the audit log live in memdir's
 data directory, ``<data dir>/claude-code/stores/<id>/``. Changes found on disk (Claude Code's own writes, a
-person's edits) become versions by the actor ``claude-code``. A directory that does not exist yet is an error,
-never created here: Claude Code makes it when auto memory first runs in the project.
+person's edits) become versions by the actor ``claude-code``. A directory that does not exist yet is an error
+(unless ``?create=1``): reading commands never make one.
 """
 
 from __future__ import annotations
@@ -96,20 +99,35 @@ def locate_url(url: str, *, claude: Claude | None = None, cwd: Path | None = Non
 
 
 def open_url(url: str, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> DirectoryStore:
-    """The `memdir.open_store` opener for ``claude-code:`` URLs."""
+    """The `memdir.open_store` opener for ``claude-code:`` URLs (``?create=1``: make the directory if Claude Code
+    has not yet, as for the MCP server a new project's first session starts)."""
     if namespace != DEFAULT_NAMESPACE:
         raise ConfigError("a claude-code: store is one directory: it has no namespaces")
+    url, create = _query(url)
     location = locate_url(url)
     if location.project is not None:
         remember_project(location.project)
-    return open_location(location, **options)
+    return open_location(location, create=create, **options)
 
 
-def open_location(location: Location, *, outside: Origin = FOUND, read_only: bool = False) -> DirectoryStore:
+def _query(url: str) -> tuple[str, bool]:
+    base, mark, query = url.partition("?")
+    if not mark:
+        return url, False
+    if query not in ("create=1", "create=true"):
+        raise ConfigError(f"a claude-code: URL takes one option, ?create=1 (got ?{query})")
+    return base, True
+
+
+def open_location(
+    location: Location, *, outside: Origin = FOUND, read_only: bool = False, create: bool = False
+) -> DirectoryStore:
     """The store over ``location``'s directory, its history kept in memdir's data directory."""
     if location.disabled:
         raise ConfigError(f"Claude Code keeps no auto memory here: {location.disabled}")
     directory = location.directory
+    if create and not read_only:
+        _private_dirs(directory)
     if not directory.is_dir():
         raise NotFoundError(
             f"Claude Code has no memory directory for {location.label} yet (it would be {directory}); "

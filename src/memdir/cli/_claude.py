@@ -97,7 +97,9 @@ def snapshot() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @fail_cleanly
 def status(as_json: bool) -> None:
-    """Every project's and agent's memory: files, size, last change, and what needs a look.
+    """Every project's and agent's memory, and what in it needs a look.
+
+    Files, bytes and last change of each directory.
 
     For each MEMORY.md, whether Claude Code loads all of it (it loads the first 200 lines or 25 KB); secrets
     found in any memory file (file, line and kind, never the secret); notes whose frontmatter is malformed.
@@ -119,7 +121,9 @@ def status(as_json: bool) -> None:
 @claude_code.command()
 @fail_cleanly
 def install() -> None:
-    """Add hooks that snapshot Claude Code's memory at each session's start, compaction and end.
+    """Add hooks that snapshot Claude Code's memory at each session's start and end.
+
+    The hooks run `memdir claude-code snapshot` on SessionStart, PreCompact and SessionEnd.
 
     Merged into your user settings (~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json): everything
     else in the file stays byte for byte, a backup of it is written first, and installing twice changes
@@ -141,7 +145,7 @@ def install() -> None:
     else:
         click.echo(f"The snapshot hooks are already in {change.settings}.")
     click.echo("memdir's MCP server over each project's auto memory (history, search, the memory tool):")
-    click.echo(f"  claude mcp add --scope user memdir -- {_quoted(executable)} mcp --store claude-code:")
+    click.echo(f"  claude mcp add --scope user memdir -- {_quoted(executable)} mcp --store 'claude-code:?create=1'")
 
 
 @claude_code.command()
@@ -172,7 +176,7 @@ def uninstall() -> None:
 @_claude_store
 @fail_cleanly
 def restore(store_url: str, everything: bool, at: str, keep_newer: bool, dry_run: bool) -> None:
-    """Bring a Claude Code memory directory back to how it was at TIME, as new versions.
+    """Bring a memory directory back to how it was at TIME, as new versions.
 
     Files that changed since are written back, files that did not exist then are deleted; nothing of the
     history goes, so this too can be undone. One file: `memdir --store claude-code: restore PATH VERSION`.
