@@ -130,6 +130,12 @@
     return sessionStorage.getItem(TOKEN_KEY) || "";
   }
 
+  // The one place the page keeps anything: this tab's sessionStorage (the token; with --claude-code, the
+  // directories' tokens too).
+  function keep(key, value) {
+    sessionStorage.setItem(key, value);
+  }
+
   // "/memories/a b.md" -> "/memories/a%20b.md": each segment encoded on its own, as the API expects.
   function apiPath(path) {
     return path.split("/").map(encodeURIComponent).join("/");
@@ -176,7 +182,7 @@
     try {
       let who = await api("GET", "/v1/whoami", { token: given });
       if (who.namespace === HUB) who = await claudeSignIn(given);
-      else sessionStorage.setItem(TOKEN_KEY, given);
+      else keep(TOKEN_KEY, given);
       input.value = "";
       start(who);
     } catch (error) {
@@ -839,8 +845,8 @@
   async function claudeSignIn(hub) {
     const found = await api("POST", "/v1/claude-code/sign-in", { token: hub });
     if (!found.namespaces.length) throw new ApiError(404, "not_found", "This server has no Claude Code memory directory to show.");
-    sessionStorage.setItem(CLAUDE_KEY, JSON.stringify({ hub, namespaces: found.namespaces }));
-    sessionStorage.setItem(TOKEN_KEY, found.namespaces[0].token);
+    keep(CLAUDE_KEY, JSON.stringify({ hub, namespaces: found.namespaces }));
+    keep(TOKEN_KEY, found.namespaces[0].token);
     return api("GET", "/v1/whoami");
   }
 
@@ -875,7 +881,7 @@
     }
     if (state.dirty && !window.confirm("Leave this edit? Your unsaved changes will be lost.")) return false;
     state.dirty = false;
-    sessionStorage.setItem(TOKEN_KEY, directory.token);
+    keep(TOKEN_KEY, directory.token);
     state.namespace = namespace;
     state.tree = null;
     state.file = null;
