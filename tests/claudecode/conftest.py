@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from server.test_browser import browser  # noqa: F401 (a headless Chromium, for test_browser.py)
+
 from .helpers import NOTE, TOKEN, WHEN, FakeHome, Layout
 
 

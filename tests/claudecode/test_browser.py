@@ -7,32 +7,21 @@ switches between them with the picker, reads and restores a file Claude Code cha
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from backends import LiveServer
 from memdir.claudecode import snapshot
 from memdir.server.routers.claude_code import prepare
-from server.test_browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Watch
+from server.test_browser import CHROMIUM, DESKTOP, Watch
 
 from .helpers import Layout
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it with apt-get)"
 )
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def test_every_claude_code_directory_in_one_page(

@@ -113,6 +113,18 @@ class Location:
     key: str | None = None  # the directory's name under <config>/projects, for a default project location
     disabled: str | None = None  # why Claude Code does not use auto memory here (then ``directory`` is unused)
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "name": self.name,
+            "directory": str(self.directory),
+            "project": None if self.project is None else str(self.project),
+            "agent": self.agent,
+            "scope": self.scope,
+            "reason": self.reason,
+        }
+
     @property
     def name(self) -> str:
         """A short name for a picker: the project's folder name, or the agent and its scope."""

@@ -73,17 +73,9 @@ class DirectoryStatus:
         return store_id(self.location.directory)
 
     def to_json(self) -> dict[str, Any]:
-        loc = self.location
         return {
             "namespace": self.namespace,
-            "kind": loc.kind,
-            "label": loc.label,
-            "name": loc.name,
-            "directory": str(loc.directory),
-            "project": None if loc.project is None else str(loc.project),
-            "agent": loc.agent,
-            "scope": loc.scope,
-            "reason": loc.reason,
+            **self.location.to_json(),
             "files": self.files,
             "bytes": self.size,
             "last_change": self.last_change,

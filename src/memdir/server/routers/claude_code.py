@@ -68,25 +68,13 @@ def _served(call: Call) -> list[tuple[str, Location]]:
     return [(namespace, loc) for namespace, loc in found if namespace in served]
 
 
-def _described(namespace: str, loc: Location) -> dict[str, Any]:
-    return {
-        "namespace": namespace,
-        "kind": loc.kind,
-        "label": loc.label,
-        "name": loc.name,
-        "directory": str(loc.directory),
-        "project": None if loc.project is None else str(loc.project),
-        "agent": loc.agent,
-        "scope": loc.scope,
-    }
-
-
 async def sign_in(call: Call) -> Response:
     _hub(call)
     tokens = call.services.tokens
 
     def mint() -> list[dict[str, Any]]:
-        return [{**_described(ns, loc), "token": tokens.create(ns, SESSION_LABEL)[0]} for ns, loc in _served(call)]
+        served = _served(call)
+        return [{"namespace": ns, **loc.to_json(), "token": tokens.create(ns, SESSION_LABEL)[0]} for ns, loc in served]
 
     return json_response({"namespaces": await anyio.to_thread.run_sync(mint)})
 
