@@ -44,7 +44,7 @@ def watch(
     stopped: Callable[[], bool] = lambda: False,
     debounce_ms: int = 300,
 ) -> None:
-    """Snapshot now, then after every change, until ``stopped()`` is true (or Ctrl-C)."""
+    """Snapshot now, then after every change, until ``stopped()`` is true (Ctrl-C raises KeyboardInterrupt)."""
     import watchfiles  # loaded only by this command
 
     claude = claude or Claude.here()
@@ -61,7 +61,6 @@ def watch(
             stop_event=stop,
             rust_timeout=_CHECK_MS,
             yield_on_timeout=True,
-            raise_interrupt=False,
         ):
             # Events say when to look; the quick check, every second without any, catches what they cannot: a
             # change made before the watch began, a directory appearing where nothing is watched yet.

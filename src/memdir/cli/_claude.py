@@ -217,7 +217,10 @@ def watch() -> None:
     from ..claudecode import watch as run
 
     click.echo("Watching Claude Code's memory directories (Ctrl-C stops).", err=True)
-    run(report=_print_recorded)
+    try:
+        run(report=_print_recorded)
+    except KeyboardInterrupt:
+        click.echo("Stopped.", err=True)
 
 
 def _print_recorded(found: Snapshot) -> None:
