@@ -84,3 +84,20 @@ def test_a_missing_directory_is_not_created(fake: FakeHome) -> None:
 def test_one_namespace_only(layout: Layout) -> None:
     with pytest.raises(ConfigError, match="has no namespaces"):
         open_store("claude-code:", namespace="other")
+
+
+def test_the_directory_store_over_its_own_root(tmp_path: Path) -> None:
+    """The two directory-store hooks this backend stands on: ``root=`` and ``outside=``."""
+    from memdir import DirectoryStore, Origin
+
+    owned = tmp_path / "owned"
+    owned.mkdir()
+    (owned / "a.md").write_text("hi\n")
+    with pytest.raises(ConfigError, match="needs history=PATH"):
+        DirectoryStore(owned, root=owned)  # the sidecar would land inside the directory
+    store = DirectoryStore(owned, root=owned, history=tmp_path / "side" / "index.db", outside=Origin("tool-x"))
+    with store:
+        assert [e.path.virtual for e in store.list_files()] == ["/memories/a.md"]
+        (version,) = store.history("/memories/a.md")
+    assert version.actor == "tool-x"
+    assert sorted(p.name for p in owned.iterdir()) == ["a.md"]
