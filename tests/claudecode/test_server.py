@@ -108,3 +108,23 @@ def test_a_restart_signs_everyone_out(layout: Layout) -> None:
         for token in (first, old):
             assert httpx.get(f"{live.url}/v1/whoami", headers={"Authorization": f"Bearer {token}"}).status_code == 401
         assert httpx.get(f"{live.url}/v1/whoami", headers={"Authorization": f"Bearer {second}"}).status_code == 200
+
+
+def test_the_serve_command_prints_the_sign_in_token(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import memdir.server
+    from memdir.cli import cli
+    from memdir.server import ServerConfig
+
+    started: list[tuple[ServerConfig, int]] = []
+    monkeypatch.setattr(memdir.server, "serve", lambda config, workers: started.append((config, workers)))  # no server
+    result = CliRunner().invoke(cli, ["serve", "--claude-code", "--port", "9999", "--rate", "0"])
+    assert result.exit_code == 0, result.output
+    ((config, workers),) = started
+    assert workers == 1
+    assert (config.claude_code, config.port, config.rate, len(config.namespaces)) == (True, 9999, 0.0, 7)
+    assert config.namespaces[store_id(layout.app_memory)] == f"claude-code:dir:{layout.app_memory}"
+    token = result.stdout.strip()
+    assert token.startswith("mdt_")
+    assert result.stderr.startswith("Serving 7 Claude Code memory directories on http://127.0.0.1:9999/ ;")
