@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -59,14 +59,20 @@ def _served_url(state: Context) -> str:
 @click.option(
     "--burst", default=200, show_default=True, type=click.IntRange(1), help="Requests a token may send at once."
 )
+@click.option(
+    "--claude-code", "claude_code", is_flag=True, help="Serve every Claude Code memory directory, one namespace each."
+)
 @_with_store
 @fail_cleanly
-def serve(state: Context, host: str, port: int, workers: int, rate: float, burst: int) -> None:
+def serve(state: Context, host: str, port: int, workers: int, rate: float, burst: int, claude_code: bool) -> None:
     """Serve the store over HTTP to many tenants (the tool, the store API, MCP).
 
     The memory tool at /v1/tool, the store API under /v1, MCP at /mcp. Every request needs a token
     (`memdir token create`); each token reaches one namespace. Logs are JSON lines on stderr. SIGTERM or Ctrl-C
     stops it after the requests in flight.
+
+    With --claude-code, every Claude Code memory directory on this machine is a namespace, and the web page
+    shows them all; sign in with the token printed on stdout (see docs/claude-code.md).
 
     Example:
 
@@ -75,7 +81,16 @@ def serve(state: Context, host: str, port: int, workers: int, rate: float, burst
     from ..server import ServerConfig
     from ..server import serve as run
 
-    config = ServerConfig(store_url=_served_url(state), host=host, port=port, rate=rate, burst=burst)
+    options: dict[str, Any] = {"host": host, "port": port, "rate": rate, "burst": burst}
+    if claude_code:
+        from ..server.routers.claude_code import prepare
+
+        config, secret, served = prepare(**options)
+        click.echo(secret)
+        click.echo(f"Serving {served} Claude Code memory directories on http://{host}:{port}/ ; sign in there with "
+                   "the token above (shown once; a restart makes a new one).", err=True)  # fmt: skip
+    else:
+        config = ServerConfig(store_url=_served_url(state), **options)
     run(config, workers=workers)
 
 

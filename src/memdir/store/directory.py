@@ -20,6 +20,11 @@ transaction on the sidecar, so read-modify-write commands from any number of pro
 ``history=False`` keeps no sidecar at all (nothing but the memory files is written under ``PATH``); version
 numbers are then tokens derived from the file's on-disk identity, and `history` raises
 `HistoryUnavailableError`.
+
+``root=DIR`` maps ``/memories`` straight onto ``DIR`` (no ``memories/`` level, one namespace) and needs
+``history=`` to name the index elsewhere, so memdir writes nothing inside ``DIR`` but what memory commands write
+(used for directories another program owns: `memdir.claudecode`). ``outside=`` is the `Origin` recorded for
+changes found on disk (actor ``external`` by default).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import (
     AlreadyExistsError,
+    ConfigError,
     HistoryUnavailableError,
     MemdirError,
     NotADirectoryError_,
@@ -113,6 +119,13 @@ def namespace_root(base: Path, namespace: str) -> Path:
     return base / "memories" if namespace == DEFAULT_NAMESPACE else base / "namespaces" / namespace
 
 
+def _own_root(root: str | os.PathLike[str], namespace: str, history: object) -> Path:
+    """The directory a ``root=`` store maps ``/memories`` onto: one namespace, and the sidecar kept elsewhere."""
+    if namespace != DEFAULT_NAMESPACE or history is True:
+        raise ConfigError("a store over its own root directory has one namespace and needs history=PATH (or False)")
+    return Path(root).expanduser().absolute()
+
+
 _INDEX_PAGE_SIZE = 1024
 
 
@@ -127,10 +140,13 @@ class DirectoryStore(Store):
         history: bool | str | os.PathLike[str] = True,
         fsync: bool = True,
         read_only: bool = False,
+        root: str | os.PathLike[str] | None = None,
+        outside: Origin = _External,
     ) -> None:
         self.namespace = check_namespace(namespace)
         self.base = Path(path).expanduser().absolute()
-        root = namespace_root(self.base, self.namespace)
+        self._outside = outside
+        root = namespace_root(self.base, self.namespace) if root is None else _own_root(root, namespace, history)
         try:
             _fs.secure_makedirs(root)
         except OSError as exc:
@@ -608,7 +624,7 @@ class DirectoryStore(Store):
             sha=sha,
             content=content,
             op="create" if row is None else "write",
-            origin=_External,
+            origin=self._outside,
             stamp=st.stamp,
             replaced=None if row is None else row.size,
         )
@@ -626,7 +642,7 @@ class DirectoryStore(Store):
         if self._index is not None and conn is not None:
             gone = self._index.get(conn, target.key)
             if gone is not None:  # deleted outside memdir since we last looked
-                self._index.record_delete(conn, gone, origin=_External)
+                self._index.record_delete(conn, gone, origin=self._outside)
         return None
 
     def _put(
@@ -777,7 +793,7 @@ class DirectoryStore(Store):
                 with contextlib.suppress(NotFoundError, NotAFileError, NotADirectoryError_, PathError):
                     self._observe(root, conn, path)
         for row in rows.values():  # in the index, gone from disk
-            self._index.record_delete(conn, row, origin=_External)
+            self._index.record_delete(conn, row, origin=self._outside)
 
 
 def _untracked(
