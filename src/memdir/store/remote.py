@@ -221,6 +221,10 @@ class RemoteStore(Store):
     def namespaces(self) -> list[str]:
         return [self.namespace]  # a token reaches its own namespace and no other
 
+    def integrity(self) -> dict[str, Any]:
+        """The server's `memdir verify` of this namespace (``GET /v1/verify``): checked where the data is."""
+        return dict(self._json("GET", "/v1/verify"))
+
     def import_version(self, version: Version, content: bytes | None) -> Version:
         encoded = None if content is None else base64.b64encode(content).decode("ascii")
         body = {"version": version_to_json(version), "content": encoded}
