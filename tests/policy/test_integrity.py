@@ -4,11 +4,13 @@ memdir wrote verifies clean: files, the history's chain and the audit log's chai
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from backends import live_server
 from memdir import DirectoryStore, HistoryUnavailableError, MemoryTool, Origin, Store, open_store
 from memdir.archive import export_namespace, import_namespace
 from memdir.policy.audit import audit_log
@@ -122,3 +124,17 @@ def test_the_report_reads_back_from_its_json(store: Store) -> None:
     report = verify(store)
     assert IntegrityReport.from_json(report.to_json()) == report
     assert audit_log(store).verify_chain() == report.audit
+
+
+def test_a_remote_store_is_verified_by_its_server(tmp_path: Path) -> None:
+    # The server checks where the data is; the client shows its report.
+    with open_store(live_server(tmp_path).url_for()) as remote:
+        remote.write("/memories/a.md", b"1")
+        remote.write("/memories/a.md", b"2")
+        report = verify(remote)
+        assert report.ok and report.history is not None and report.history.checked == 2
+        with contextlib.closing(sqlite3.connect(tmp_path / "remote.db")) as conn, conn:
+            conn.execute("UPDATE versions SET actor = 'mallory' WHERE version = 1")
+        tampered = verify(remote).history
+        assert tampered is not None and [(b.kind, b.first) for b in tampered.breaks] == [("edited", 1)]
+        assert remote.verify_chain() == tampered

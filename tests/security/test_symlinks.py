@@ -118,13 +118,9 @@ def assert_outside_untouched(planted: Planted, before: dict[str, tuple[str, int,
     assert not (planted.home / "nowhere.md").exists(), "a dangling link was written through"
 
 
-@pytest.mark.parametrize("path", DIRECT_LINKS + THROUGH_LINKS)
-def test_every_command_through_a_link_is_an_escape(planted: Planted, path: str) -> None:
-    # A link named directly or met on the way (a link to a directory must not pass for "a file":
-    # O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR), and the error names the path as the model sent it.
-    before = fingerprint(planted.outside)
-    sidecar = (planted.home / "store" / ".memdir" / "index.db").read_bytes()
-    results = {
+def all_commands(planted: Planted, path: str) -> dict[str, ToolResult]:
+    """Every command on ``path``, each with the whole of it (a rename both from and to it), by label."""
+    return {
         "view": planted.run(command="view", path=path),
         "view-range": planted.run(command="view", path=path, view_range=[1, -1]),
         "create": planted.run(command="create", path=path, file_text="PWNED\n"),
@@ -134,7 +130,15 @@ def test_every_command_through_a_link_is_an_escape(planted: Planted, path: str) 
         "rename-from": planted.run(command="rename", old_path=path, new_path="/memories/moved.md"),
         "rename-to": planted.run(command="rename", old_path="/memories/real.md", new_path=path),
     }
-    for label, result in results.items():
+
+
+@pytest.mark.parametrize("path", DIRECT_LINKS + THROUGH_LINKS)
+def test_every_command_through_a_link_is_an_escape(planted: Planted, path: str) -> None:
+    # A link named directly or met on the way (a link to a directory must not pass for "a file":
+    # O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR), and the error names the path as the model sent it.
+    before = fingerprint(planted.outside)
+    sidecar = (planted.home / "store" / ".memdir" / "index.db").read_bytes()
+    for label, result in all_commands(planted, path).items():
         assert (label, result.is_error, result.text) == (label, True, escape(path))
     assert_outside_untouched(planted, before)
     assert (planted.home / "store" / ".memdir" / "index.db").read_bytes() == sidecar
@@ -219,19 +223,6 @@ def test_the_root_replaced_by_a_file_is_refused(planted: Planted) -> None:
 def sidecar_holds(planted: Planted, needle: bytes) -> bool:
     """Whether any file of the sidecar (index, auxiliary database, their write-ahead logs) holds ``needle``."""
     return any(needle in f.read_bytes() for f in (planted.home / "store" / ".memdir").iterdir() if f.is_file())
-
-
-def all_commands(planted: Planted, path: str) -> dict[str, ToolResult]:
-    return {
-        "view": planted.run(command="view", path=path),
-        "view-range": planted.run(command="view", path=path, view_range=[1, -1]),
-        "create": planted.run(command="create", path=path, file_text="PWNED\n"),
-        "str_replace": planted.run(command="str_replace", path=path, old_str="TOP", new_str="PWNED"),
-        "insert": planted.run(command="insert", path=path, insert_line=0, insert_text="PWNED"),
-        "delete": planted.run(command="delete", path=path),
-        "rename-from": planted.run(command="rename", old_path=path, new_path="/memories/moved.md"),
-        "rename-to": planted.run(command="rename", old_path="/memories/real.md", new_path=path),
-    }
 
 
 def test_a_hard_link_to_an_outside_file_is_refused_like_a_symlink(planted: Planted) -> None:

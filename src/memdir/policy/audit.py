@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemdirError
-from ..store._chain import ChainHead, ChainWalk, genesis, link
+from ..store._chain import ChainHead, ChainWalk, genesis, link, stored
 from ..store._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
@@ -294,7 +294,7 @@ class AuditLog:
         with self._db.reading("verify the audit log") as conn:
             head = conn.execute("SELECT last, chain FROM audit_heads WHERE ns = ?", (self.namespace,)).fetchone()
             last, value = head if head is not None else (0, None)
-            walk = ChainWalk("audit", self.namespace, ChainHead(1, int(last), None if value is None else bytes(value)))
+            walk = ChainWalk("audit", self.namespace, ChainHead(1, int(last), stored(value)))
             earlier, strays = _unchained(conn, self.namespace)
             return walk.run(_entry_rows(conn, self.namespace), earlier=earlier, strays=strays)
 
@@ -380,11 +380,11 @@ def _chained(conn: AuxConnection, ns: str, batch: list[AuditEntry]) -> list[tupl
         "RETURNING last, chain",
         (ns,),
     ).fetchone()
-    seq, chain = int(last), bytes(value) if value is not None else genesis("audit", ns)
+    seq, chain = int(last), stored(value) or genesis("audit", ns)
     rows: list[tuple[Any, ...]] = []
     for entry in batch:
         seq += 1
-        row = entry.row()
+        row = (float(entry.ts), *entry.row()[1:])  # the time as the REAL column gives it back
         chain = link(chain, (seq, *row))
         rows.append((ns, *row, seq, chain))
     conn.execute("UPDATE audit_heads SET last = ?, chain = ? WHERE ns = ?", (seq, chain, ns))
@@ -412,7 +412,7 @@ def _entry_rows(conn: AuxConnection, ns: str) -> Iterator[Row]:
             return
         for row in rows:
             last_id, seq = int(row[0]), int(row[1])
-            yield seq, None if row[2] is None else bytes(row[2]), (seq, *row[3:])
+            yield seq, stored(row[2]), (seq, *row[3:])
 
 
 def _unchained(conn: AuxConnection, ns: str) -> tuple[int, list[int]]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import HistoryUnavailableError, NotFoundError
 from ..paths import MemoryPath
 from ..store._base import sha256_hex
-from ..store._chain import ChainBreak, ChainReport
+from ..store._chain import ChainReport
 from ..store.directory import DirectoryStore
 from ..store.remote import RemoteStore
 from .audit import audit_log
@@ -89,8 +89,8 @@ class IntegrityReport:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IntegrityReport:
         """A report as ``GET /v1/verify`` sends it."""
-        return cls(int(data["files"]), tuple(Discrepancy(**d) for d in data["discrepancies"]),
-                   _chain_from_json(data.get("history")), _chain_from_json(data.get("audit")))  # fmt: skip
+        history, audit = (None if data.get(k) is None else ChainReport.from_json(data[k]) for k in ("history", "audit"))
+        return cls(int(data["files"]), tuple(Discrepancy(**d) for d in data["discrepancies"]), history, audit)
 
 
 def verify(store: Store) -> IntegrityReport:
@@ -189,11 +189,3 @@ def _summary(chain: ChainReport) -> str:
         state = f"{len(chain.breaks):,} break{'' if len(chain.breaks) == 1 else 's'}, the first at {one} {first.first}"
     span = f"chained from {one} {chain.start} to {chain.last}" if chain.last >= chain.start else "nothing chained yet"
     return f"{_TITLE[chain.log]}: {counted}, {span}: {state} (head {chain.head or 'none'})."
-
-
-def _chain_from_json(data: dict[str, Any] | None) -> ChainReport | None:
-    if data is None:
-        return None
-    breaks = tuple(ChainBreak(**b) for b in data["breaks"])
-    fields = {k: data[k] for k in ("log", "entries", "checked", "start", "last", "pruned", "head")}
-    return ChainReport(**fields, breaks=breaks)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptStoreError
 from ._base import FileData, Origin, Quota, Usage, Version, key_path, sha256_hex
-from ._chain import genesis, link
+from ._chain import genesis, link, stored
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -125,7 +125,7 @@ class Changes:
             conn.execute("INSERT INTO memdir_namespaces (ns) VALUES (?) ON CONFLICT DO NOTHING", (ns,))
             row = conn.execute(lock, (ns,)).fetchone()
         assert row is not None
-        chain = None if row[3] is None else bytes(row[3])
+        chain = stored(row[3])
         return cls(conn, ns, last=int(row[0]), usage=Usage(int(row[1]), int(row[2])), chain=chain)
 
     def write(
@@ -163,7 +163,7 @@ class Changes:
         self, key: str, op: str, origin: Origin, ts: float | None, sha: str | None, size: int, old: str | None
     ) -> Version:
         self.last += 1
-        now = time.time() if ts is None else ts
+        now = time.time() if ts is None else float(ts)  # as DOUBLE PRECISION gives it back
         if sha is not None:
             self.put[key] = (self.ns, key, self.last, sha, size, now)
         row = (self.last, key, op, origin.actor, origin.session, origin.source, now, sha, size, old)

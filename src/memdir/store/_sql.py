@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StorageError
 from ..paths import MemoryPath
 from ._base import Origin, Quota, Usage, Version, prunable_versions
-from ._chain import ChainReport, genesis, history_report, link, record_pruned
+from ._chain import ChainReport, encode_tail, genesis, history_report, link, link_tail, record_pruned, stored
 from ._db import SqlDatabase, connect, translate
 from ._migrations import Migrations, Schema
 from ._pending import (
@@ -228,10 +228,10 @@ class _Counters:
     chain: _Value  # the chain value of version ``last_version`` (the head; None while nothing is chained)
 
 
-def _sql_link(previous: bytes | None, namespace: str, *fields: str | int | float | None) -> bytes:
-    """SQL function ``memdir_chain(chain, ns, version, path, ...)``: the chain value of a version numbered in SQL
+def _sql_link(previous: object, namespace: str, number: int, tail: str) -> bytes:
+    """SQL function ``memdir_chain(chain, ns, version, tail)``: the chain value of a version numbered in SQL
     (`SqlIndex._bump`), computed in the UPDATE that gives out its number instead of a statement of its own."""
-    return link(previous if previous is not None else genesis("history", namespace), fields)
+    return link_tail(stored(previous) or genesis("history", namespace), number, tail)
 
 
 class SqlIndex(SqlDatabase):
@@ -256,7 +256,7 @@ class SqlIndex(SqlDatabase):
 
     def _connect(self) -> sqlite3.Connection:
         conn = super()._connect()
-        conn.create_function("memdir_chain", -1, _sql_link, deterministic=True)
+        conn.create_function("memdir_chain", 4, _sql_link, deterministic=True)
         return conn
 
     # -- current state ------------------------------------------------------------------------------------
@@ -342,7 +342,7 @@ class SqlIndex(SqlDatabase):
         """Record ``key``'s new content (stored as a blob when given) as the next version. ``replaced``: the size
         of the content it replaces (None: no file), from the row every caller has just read to check the write.
         `QuotaError` when the write would take the namespace over ``quota`` (the caller's rollback undoes it)."""
-        now = time.time() if ts is None else ts
+        now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
         if content is not None:
             conn.execute(
                 "INSERT OR IGNORE INTO blobs (ns, sha256, content) VALUES (?, ?, ?)",
@@ -368,7 +368,7 @@ class SqlIndex(SqlDatabase):
     def record_delete(
         self, conn: sqlite3.Connection, row: IndexRow, *, origin: Origin, op: str = "delete", ts: float | None = None
     ) -> Version:
-        now = time.time() if ts is None else ts
+        now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
         fields = (row.path, op, origin.actor, origin.session, origin.source, now, None, 0, None)
         version = self._log(conn, (-1, -row.size), fields, origin.request)
         conn.execute("DELETE FROM files WHERE ns = ? AND path = ?", (self.namespace, row.path))
@@ -384,7 +384,7 @@ class SqlIndex(SqlDatabase):
         stamp: str | None = None,
         ts: float | None = None,
     ) -> Version:
-        now = time.time() if ts is None else ts
+        now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
         fields = (new_key, "rename", origin.actor, origin.session, origin.source, now, row.sha256, row.size, row.path)
         version = self._log(conn, (0, 0), fields, origin.request)
         conn.execute("DELETE FROM files WHERE ns = ? AND path = ?", (self.namespace, row.path))
@@ -446,7 +446,7 @@ class SqlIndex(SqlDatabase):
         first, last, in_table, last_version, files, size, chain = row
         pending = other_pending(first, last, in_table, ignoring)
         if not pending:
-            head = None if chain is None else bytes(chain)
+            head = stored(chain)
             self._change.counters = _Counters(int(last_version), int(files), int(size), head)
         return pending
 
@@ -544,15 +544,15 @@ class SqlIndex(SqlDatabase):
         # and the head moves in the same row, under the same write lock.
         row = conn.execute(
             "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ?, "
-            "chain = memdir_chain(chain, ns, last_version + 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "WHERE ns = ? RETURNING last_version, files, bytes, chain",
-            (files, size, *fields, self.namespace),
+            "chain = memdir_chain(chain, ns, last_version + 1, ?) WHERE ns = ? "
+            "RETURNING last_version, files, bytes, chain",
+            (files, size, encode_tail(fields), self.namespace),
         ).fetchone()
         if quota is not None:
             # The counters this write transaction holds: exact however many writers race (a check before the
             # write lock lets two of them pass together), and no statement of its own.
             quota.check(Usage(int(row[1]) - files, int(row[2]) - size), files, size)
-        return int(row[0]), bytes(row[3])
+        return int(row[0]), row[3]
 
     # -- history ------------------------------------------------------------------------------------------
 
