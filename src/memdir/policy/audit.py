@@ -360,8 +360,8 @@ class AuditLog:
 
 
 def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
-    conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}, seq, chain) VALUES ({', '.join('?' * 16)})",
-                     _chained(conn, ns, batch))  # fmt: skip
+    marks = ", ".join("?" * (_COLUMNS.count(",") + 4))  # ns, the columns, seq, chain
+    conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}, seq, chain) VALUES ({marks})", _chained(conn, ns, batch))
     # Sorted: two servers flushing at once take the rows' locks in one order (PostgreSQL would otherwise detect a
     # deadlock and abort one). CASE rather than max()/greatest(): each engine has only one of them.
     conn.executemany(

@@ -387,8 +387,8 @@ class Store(ABC):
         value following from the one before, pruned runs accounting for their numbers, the head matching the
         newest. Read in one snapshot. What `memdir verify` reports for the history.
 
-        Backends that keep history implement this; the default refuses (a store without history, a remote store,
-        whose server checks its own: ``GET /v1/verify``)."""
+        Backends that keep history implement this (a remote store asks its server: ``GET /v1/verify``); the default
+        refuses, for a store without history. A store that wraps another forwards it."""
         raise HistoryUnavailableError(f"{type(self).__name__} keeps no hash chain of its history to verify")
 
     # -- idempotency --------------------------------------------------------------------------------------
