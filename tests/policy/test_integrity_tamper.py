@@ -301,3 +301,15 @@ def test_a_head_overwritten_with_anything_stops_no_write_and_is_reported(target:
         assert store.write("/memories/after.md", b"still written").version == 7
     # Version 7 links to what the head held, not to version 6: the break is where the chain went astray.
     assert breaks(verify(target.url)[2], "history") == [("edited", 7, 7, 6, None)]
+
+
+def test_an_old_versions_content_rewritten_is_reported(target: Target) -> None:
+    # The chain covers each version's recorded hash; verify also hashes the content kept for it.
+    sha = hashlib.sha256(b"note 1\n").hexdigest()  # version 1's, superseded by the edit of version 4
+    target.history(f"UPDATE {target.prefix}blobs SET content = {_LIE[target.prefix]} WHERE sha256 = '{sha}'")
+    code, lines, report = verify(target.url)
+    assert code == 1 and breaks(report, "history") == []
+    assert "damaged    /memories/n1.md: the stored content of version 1 no longer matches its hash" in lines
+
+
+_LIE = {"": "x'6c6965'", "memdir_": "'\\x6c6965'::bytea"}

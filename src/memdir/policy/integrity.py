@@ -2,13 +2,14 @@
 
 Three checks, one `IntegrityReport`:
 
-- **files**: the SHA-256 of every current file against the file's latest version. A difference means something
-  changed the content without going through memdir: an editor in a directory store (memdir records such edits as
-  versions by ``external`` the next time it looks, so `verify` looks *first*, through a read-only view that records
-  nothing), or someone editing a SQLite store's tables directly. Reported as `Discrepancy`: ``changed`` (the content
-  is not what the latest version recorded), ``unrecorded`` (a file no version mentions), ``missing`` (the history
-  says the file exists, but it is not there), ``damaged`` (the content stored for the latest version no longer has
-  that version's hash);
+- **files**: the SHA-256 of every current file against the file's latest version, and of the content kept for
+  every older version against the hash that version records. A difference means something changed the content
+  without going through memdir: an editor in a directory store (memdir records such edits as versions by
+  ``external`` the next time it looks, so `verify` looks *first*, through a read-only view that records nothing),
+  or someone editing a store's tables directly. Reported as `Discrepancy`: ``changed`` (the content is not what the
+  latest version recorded), ``unrecorded`` (a file no version mentions), ``missing`` (the history says the file
+  exists, but it is not there), ``damaged`` (the content stored for a version no longer has that version's hash,
+  or is gone);
 - **history**: the versions' hash chain (`Store.verify_chain`, `memdir.store._chain`): a version deleted, edited,
   inserted or moved with direct access to the database, or the newest ones cut off;
 - **audit**: the audit log's hash chain (`memdir.policy.audit.AuditLog.verify_chain`), the same way.
@@ -122,7 +123,28 @@ def _check_files(view: Store) -> tuple[tuple[Discrepancy, ...], int]:
         if path not in seen:
             found.append(Discrepancy(path.virtual, "missing", "the history says it exists, but it is not there",
                                      version.sha256))  # fmt: skip
+    found.extend(_old_content(view, {v.sha256 for v in recorded.values()}))
     return tuple(sorted(found, key=lambda d: d.path)), len(seen)
+
+
+def _old_content(view: Store, checked: set[str | None]) -> Iterator[Discrepancy]:
+    """The content kept for older versions, each once, against the hash its version records: the chain covers the
+    hash, this covers the bytes (an old version's content rewritten in the database). ``checked``: the hashes of
+    the latest versions, which `_compare` looked at."""
+    seen = set(checked)
+    for item in view.log(rescan=False):
+        if item.sha256 is None or item.sha256 in seen:
+            continue  # a deletion has no content
+        seen.add(item.sha256)
+        try:
+            actual = sha256_hex(view.read_blob(item.sha256))
+        except NotFoundError:
+            yield Discrepancy(item.path.virtual, "damaged", f"the stored content of version {item.version} is missing",
+                              item.sha256)  # fmt: skip
+            continue
+        if actual != item.sha256:
+            detail = f"the stored content of version {item.version} no longer matches its hash"
+            yield Discrepancy(item.path.virtual, "damaged", detail, item.sha256, actual)
 
 
 def _compare(view: Store, path: MemoryPath, latest: Version | None, actual: str) -> list[Discrepancy]:
