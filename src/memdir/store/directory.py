@@ -86,6 +86,8 @@ if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable, Iterator, Mapping
 
+    from ._chain import ChainReport
+
 __all__ = ["DirectoryStore", "namespace_root"]
 
 SIDECAR = ".memdir"
@@ -388,6 +390,9 @@ class DirectoryStore(Store):
             self.list_files()  # edits made outside memdir become versions first, as for `log`
         return index.prune(before)
 
+    def verify_chain(self) -> ChainReport:
+        return self._require_history().chain_report()  # as recorded: outside edits are `memdir verify`'s to report
+
     def namespaces(self) -> list[str]:
         """The namespaces with history, and those whose directory holds files memdir has not seen yet (written
         by hand before the namespace was ever opened: opening it makes them versions)."""
@@ -583,7 +588,7 @@ class DirectoryStore(Store):
     def _kind(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
         """'file', 'dir', 'empty' (a directory holding nothing but empty directories: not there for memdir, see
         `_fs.empty_tree`), 'other' (a FIFO, socket or device: never read, never listed) or None for what is on disk
-        at ``target``; a symlink there, or on the way, is an escape."""
+        at ``target``; a link there (hard links too), or a symlink on the way, is an escape."""
         try:
             with _fs.walk(root, target.parent) as parent:
                 st = _fs.lstat_at(parent, target.name)
@@ -593,7 +598,7 @@ class DirectoryStore(Store):
             return None  # nothing can be below a file: the path does not exist, as on every backend
         if st is None:
             return None
-        if stat_mod.S_ISLNK(st.st_mode):
+        if _fs.linked(st):  # a symlink, or a file with other names (hard links): may lead out of the tree
             raise PathError(target.virtual, "escape")
         return "file" if stat_mod.S_ISREG(st.st_mode) else "other"
 

@@ -1063,16 +1063,36 @@
         h("td", {}, e.detail || "–")))));
   }
 
+  function chainName(chain) {
+    return chain.log === "history" ? "History" : "Audit log";
+  }
+
+  // One line per hash chain, as `memdir verify` prints it: what was checked, whether it is intact, its head.
+  function chainSummary(chain) {
+    const noun = chain.log === "history" ? "version" : "entry";
+    const state = chain.ok ? "intact" : chain.breaks.length + " breaks, the first at " + noun + " " + chain.breaks[0].first;
+    const notes = (chain.checked < chain.entries ? "; " + (chain.entries - chain.checked) + " from before the chain, not checked" : "")
+      + (chain.pruned ? "; " + chain.pruned + " pruned" : "");
+    const counted = chain.entries + " " + (chain.entries === 1 ? noun : noun === "entry" ? "entries" : "versions");
+    return chainName(chain) + ": " + counted + notes
+      + " — " + state + (chain.head ? " (head " + chain.head.slice(0, 16) + "…)" : "") + ".";
+  }
+
   async function checkIntegrity(event) {
     const button = event.currentTarget;
     button.disabled = true;
     const box = $("integrity");
     try {
       const found = await api("GET", "/v1/verify");
+      const chains = [found.history, found.audit].filter(Boolean);
+      const problems = found.discrepancies.map((d) => d.problem + " " + d.path + ": " + d.detail)
+        .concat(chains.flatMap((c) => c.breaks.map((b) => b.kind + " " + chainName(c).toLowerCase() + ": " + b.detail)));
+      const summary = [found.discrepancies.length ? found.files + " files checked." : "All " + found.files + " files match their history."]
+        .concat(chains.map(chainSummary));
       box.replaceChildren(found.ok
-        ? h("div", { class: "notice info", role: "status" }, "All " + found.files + " files match their history.")
-        : h("div", { class: "notice bad", role: "alert" }, h("strong", {}, found.discrepancies.length + " problems found:"),
-          h("ul", {}, found.discrepancies.map((d) => h("li", {}, d.problem + " " + d.path + ": " + d.detail)))));
+        ? h("div", { class: "notice info", role: "status" }, summary.map((line) => h("div", {}, line)))
+        : h("div", { class: "notice bad", role: "alert" }, h("strong", {}, problems.length + " problems found:"),
+          h("ul", {}, problems.map((line) => h("li", {}, line))), summary.map((line) => h("div", {}, line))));
     } catch (error) {
       box.replaceChildren(failure(error, "Integrity check failed"));
     } finally {
