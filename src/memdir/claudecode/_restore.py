@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..store import Origin
+from ..store._base import Origin
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath
-    from ..store import Store, Version
+    from ..store._base import Store, Version
 
 __all__ = ["Change", "parse_time", "plan_restore", "restore_all"]
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
-    from ._base import Version
+    from ..paths import MemoryPath
     from ._db import AuxConnection
 
 __all__ = [
@@ -97,7 +97,32 @@ def encode_tail(fields: Sequence[Field]) -> str:
 _dumps = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
-def version_fields(version: Version) -> tuple[Field, ...]:
+class _Versioned(Protocol):
+    """The fields of a `memdir.store.Version` a chain value covers (the record itself lives above this module)."""
+
+    @property
+    def version(self) -> int: ...
+    @property
+    def path(self) -> MemoryPath: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def timestamp(self) -> float: ...
+    @property
+    def sha256(self) -> str | None: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def old_path(self) -> MemoryPath | None: ...
+
+
+def version_fields(version: _Versioned) -> tuple[Field, ...]:
     """The fields of a version that its chain value covers, in the order the SQL backends store them."""
     old = None if version.old_path is None else version.old_path.key
     return (version.version, version.path.key, version.op, version.actor, version.session, version.source,

@@ -22,9 +22,10 @@ import sqlite3
 import threading
 import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CorruptStoreError, StorageError, StorageFullError, storage_error_from_os
+from ._sqltypes import AuxCursor, Dialect
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -42,21 +43,6 @@ __all__ = [
     "create_private",
     "translate",
 ]
-
-Dialect = Literal["sqlite", "postgres"]
-
-
-class AuxCursor(Protocol):
-    """The part of a DB-API cursor the features use (`sqlite3.Cursor` and `memdir.store._pg.PgCursor`)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
 
 
 class AuxConnection(Protocol):
