@@ -12,6 +12,7 @@ the six memory commands with the protocol's exact strings, history for every cha
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -45,32 +46,32 @@ from .errors import (
     StorageUnavailableError,
     StoreNotFoundError,
 )
-from .paths import MemoryPath, parse
-from .policy import Finding, Limits, WritePolicy, scan
-from .search import SearchHit
-from .store import (
-    ANY,
-    MISSING,
-    DirectoryStore,
-    Entry,
-    FileData,
-    MemoryStore,
-    Origin,
-    Quota,
-    SQLiteStore,
-    Stat,
-    Store,
-    Usage,
-    Version,
-    open_store,
-    register_backend,
-    store_exists,
-)
-from .tool import MemoryTool, ToolResult
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentResult, AgentSettings
+    from .paths import MemoryPath, parse
+    from .policy import Finding, Limits, WritePolicy, scan
+    from .search import SearchHit
+    from .store import (
+        ANY,
+        MISSING,
+        DirectoryStore,
+        Entry,
+        FileData,
+        MemoryStore,
+        Origin,
+        Quota,
+        SQLiteStore,
+        Stat,
+        Store,
+        Usage,
+        Version,
+        open_store,
+        register_backend,
+        store_exists,
+    )
     from .store.remote import RemoteStore
+    from .tool import MemoryTool, ToolResult
 
 
 # A library logs, an application decides where logs go: without this, Python's last-resort handler would
@@ -137,17 +138,35 @@ __all__ = [
 ]
 
 
-_AGENT = frozenset({"Agent", "AgentResult", "AgentSettings"})
+# Imported on first use, so `import memdir` costs a few milliseconds instead of ~300 (the stores, the policy and
+# search pull in SQLite, YAML, the secret rules...): a command that needs none of it, like the Claude Code hooks'
+# `memdir claude-code snapshot` with nothing to record (`memdir._launch`), runs in a fraction of the time.
+_STORE_NAMES: tuple[str, ...] = (
+    "ANY",
+    "MISSING",
+    "DirectoryStore",
+    "Entry",
+    "FileData",
+    "MemoryStore",
+    "Origin",
+    "Quota",
+)
+_STORE_NAMES += ("SQLiteStore", "Stat", "Store", "Usage", "Version", "open_store", "register_backend", "store_exists")
+_LAZY = {
+    **dict.fromkeys(("Agent", "AgentResult", "AgentSettings"), ".agent"),
+    **dict.fromkeys(("MemoryPath", "parse"), ".paths"),
+    **dict.fromkeys(("Finding", "Limits", "WritePolicy", "scan"), ".policy"),
+    "SearchHit": ".search",
+    **dict.fromkeys(_STORE_NAMES, ".store"),
+    "RemoteStore": ".store.remote",  # needs httpx: loaded only by programs that talk to a server
+    **dict.fromkeys(("MemoryTool", "ToolResult"), ".tool"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The agent is imported on first use: `import memdir` (and `memdir --help`) stays fast."""
-    if name in _AGENT:
-        from . import agent
-
-        return getattr(agent, name)
-    if name == "RemoteStore":  # needs httpx: loaded only by programs that talk to a server
-        from .store.remote import RemoteStore
-
-        return RemoteStore
-    raise AttributeError(f"module 'memdir' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memdir' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value

@@ -1,3 +1,3 @@
-from memdir.cli import main
+from memdir._launch import main
 
 main()

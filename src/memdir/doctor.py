@@ -16,8 +16,8 @@ Directory store (``PATH``, ``file:PATH``)
     - leftover ``.memdir-tmp-*`` files of a write that crashed: removed (under the writer lock, so a write
       in progress is never touched);
     - modes other than ``0600`` (files) / ``0700`` (directories): fixed;
-    - symlinks, non-regular files, names the path rules refuse, non-UTF-8 names or contents: reported only;
-      memdir never follows, opens or deletes them;
+    - symlinks, files with other names (hard links), non-regular files, names the path rules refuse, non-UTF-8
+      names or contents: reported only; memdir never follows, opens or deletes them;
     - files changed outside memdir: reported; repair records them (listing the store does the same).
 
 SQLite store (``sqlite:PATH``)
@@ -49,7 +49,7 @@ from .errors import ConfigError, MemdirError, PathError, StorageError
 from .paths import ROOT, MemoryPath, is_valid_segment, parse
 from .store import open_store
 from .store._base import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_hex
-from .store._fs import DIR_MODE, FILE_MODE, TEMP_PREFIX, open_root, read_at, scan_tree, walk
+from .store._fs import DIR_MODE, FILE_MODE, TEMP_PREFIX, linked, open_root, read_at, scan_tree, walk
 from .store._sql import PendingOp, SqlIndex, connect, pending_by_namespace
 from .store.directory import INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
 
@@ -581,6 +581,10 @@ class _DirectoryDoctor:
     def _check_entry(self, fd: int, name: str, here: str, st: os.stat_result, *, tree: bool) -> None:
         if stat.S_ISLNK(st.st_mode):
             self.report.add("warning", here, "a symbolic link: memdir never follows it; the model cannot see it")
+        elif tree and linked(st):  # a hard link: never read here either (it may be a file outside the store)
+            self.report.add(
+                "warning", here, "a file with other names (hard links): memdir never reads it; the model cannot see it"
+            )
         elif tree and name.startswith(TEMP_PREFIX) and stat.S_ISREG(st.st_mode):
             if self._committed_temp(here):
                 return  # holds a committed change, reported with its namespace

@@ -270,7 +270,7 @@ def test_an_unknown_scheme_is_a_one_line_error(run: Run) -> None:
     result = run("doctor", store="bogus:x")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (
-        "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, http:, https:, memory:, postgres:, postgresql:, sqlite:\n"
+        "Error: unknown store URL scheme 'bogus': use a directory path or one of claude-code:, file:, http:, https:, memory:, postgres:, postgresql:, sqlite:\n"
     )
 
 

@@ -59,7 +59,7 @@ def test_bad_paths_missing_files_and_bad_versions(
 def test_an_unknown_store_scheme(run: Run) -> None:
     assert_one_line_error(
         run("ls", store="bogus:somewhere"),
-        "unknown store URL scheme 'bogus': use a directory path or one of file:, http:, https:, memory:, postgres:, postgresql:, sqlite:",
+        "unknown store URL scheme 'bogus': use a directory path or one of claude-code:, file:, http:, https:, memory:, postgres:, postgresql:, sqlite:",
     )
 
 

@@ -13,9 +13,9 @@ COMMANDS = sorted(cli.commands)
 
 def test_the_command_set() -> None:
     assert COMMANDS == [
-        "audit", "cat", "chat", "config", "diff", "doctor", "edit", "export", "gc", "history", "import", "init", "ls",
-        "mcp", "migrate", "migrate-store", "mv", "reindex", "restore", "review", "rm", "run", "scan", "search", "serve",
-        "sessions", "show", "token", "tool", "verify", "where", "write"
+        "audit", "cat", "chat", "claude-code", "config", "diff", "doctor", "edit", "export", "gc", "history", "import",
+        "init", "ls", "mcp", "migrate", "migrate-store", "mv", "reindex", "restore", "review", "rm", "run", "scan",
+        "search", "serve", "sessions", "show", "token", "tool", "verify", "where", "write"
     ]  # fmt: skip
 
 

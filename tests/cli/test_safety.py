@@ -104,12 +104,19 @@ def test_verify_reports_outside_changes_with_exit_1(run: Run, tmp_path: Path) ->
     url = str(tmp_path / "s")
     with open_store(url) as store:
         store.write("/memories/a.md", b"x")
-    assert run("verify", store=url).stdout == "1 file checked: all match their history.\n"
+        head = store.verify_chain().head
+    assert run("verify", store=url).stdout.splitlines() == [
+        "1 file checked: all match their history.",
+        f"History: 1 version, chained from version 1 to 1: intact (head {head}).",
+        "Audit log: no entries yet.",
+    ]
     (tmp_path / "s" / "memories" / "a.md").write_bytes(b"tampered")
     result = run("verify", store=url)
-    assert (result.exit_code, result.stdout) == (
-        1, "changed    /memories/a.md: content differs from version 1 (user); changed outside memdir\n"
-    )  # fmt: skip
+    assert (result.exit_code, result.stdout.splitlines()[:2]) == (1, [
+        "changed    /memories/a.md: content differs from version 1 (user); changed outside memdir",
+        "1 file checked: 1 differs from the history.",
+    ])  # fmt: skip
+    assert json.loads(run("verify", "--json", store=url).stdout)["discrepancies"][0]["problem"] == "changed"
 
 
 def test_gc_is_a_dry_run_until_apply(run: Run, sqlite_url: str, opened: Store, _isolated_home: Path) -> None:

@@ -446,7 +446,7 @@ def test_stdout_carries_only_protocol(tmp_path: Path) -> None:
     [
         (
             "bogus:x",
-            "Error: unknown store URL scheme 'bogus': use a directory path or one of file:, http:, https:, memory:, postgres:, postgresql:, sqlite:",
+            "Error: unknown store URL scheme 'bogus': use a directory path or one of claude-code:, file:, http:, https:, memory:, postgres:, postgresql:, sqlite:",
         ),
         ("{file}", "Error: could not create the store: not a directory"),
         # Opens, but cannot be read: found by the check run_stdio makes before serving.

@@ -1,9 +1,10 @@
-"""Symlinks, swaps and special files planted in a directory store's tree.
+"""Symlinks, hard links, swaps and special files planted in a directory store's tree.
 
 Whatever someone with write access to the memory directory plants there (a link to a file or a directory
-outside, a dangling link, a link to the sidecar, a FIFO, a device node), the memory tool must neither read nor
-write anything outside the store, must never hang, and must answer with SPEC.md's escape error or with
-not-found. That includes links swapped in *while* commands run (the check-then-use window).
+outside, a dangling link, a link to the sidecar, a hard link to a file outside or from outside to a memory file, a
+FIFO, a device node), the memory tool must neither read nor write anything outside the store, must never hang, and
+must answer with SPEC.md's escape error or with not-found. That includes links swapped in *while* commands run (the
+check-then-use window).
 """
 
 from __future__ import annotations
@@ -117,13 +118,9 @@ def assert_outside_untouched(planted: Planted, before: dict[str, tuple[str, int,
     assert not (planted.home / "nowhere.md").exists(), "a dangling link was written through"
 
 
-@pytest.mark.parametrize("path", DIRECT_LINKS + THROUGH_LINKS)
-def test_every_command_through_a_link_is_an_escape(planted: Planted, path: str) -> None:
-    # A link named directly or met on the way (a link to a directory must not pass for "a file":
-    # O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR), and the error names the path as the model sent it.
-    before = fingerprint(planted.outside)
-    sidecar = (planted.home / "store" / ".memdir" / "index.db").read_bytes()
-    results = {
+def all_commands(planted: Planted, path: str) -> dict[str, ToolResult]:
+    """Every command on ``path``, each with the whole of it (a rename both from and to it), by label."""
+    return {
         "view": planted.run(command="view", path=path),
         "view-range": planted.run(command="view", path=path, view_range=[1, -1]),
         "create": planted.run(command="create", path=path, file_text="PWNED\n"),
@@ -133,7 +130,15 @@ def test_every_command_through_a_link_is_an_escape(planted: Planted, path: str) 
         "rename-from": planted.run(command="rename", old_path=path, new_path="/memories/moved.md"),
         "rename-to": planted.run(command="rename", old_path="/memories/real.md", new_path=path),
     }
-    for label, result in results.items():
+
+
+@pytest.mark.parametrize("path", DIRECT_LINKS + THROUGH_LINKS)
+def test_every_command_through_a_link_is_an_escape(planted: Planted, path: str) -> None:
+    # A link named directly or met on the way (a link to a directory must not pass for "a file":
+    # O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR), and the error names the path as the model sent it.
+    before = fingerprint(planted.outside)
+    sidecar = (planted.home / "store" / ".memdir" / "index.db").read_bytes()
+    for label, result in all_commands(planted, path).items():
         assert (label, result.is_error, result.text) == (label, True, escape(path))
     assert_outside_untouched(planted, before)
     assert (planted.home / "store" / ".memdir" / "index.db").read_bytes() == sidecar
@@ -179,19 +184,6 @@ def test_deleting_or_moving_a_directory_holding_links_never_follows_them(planted
     assert_outside_untouched(planted, before)
 
 
-def test_a_hard_link_to_an_outside_file_is_replaced_not_written_through(planted: Planted) -> None:
-    # A hard link cannot be told from a file, but memdir never writes in place: it renames a new file over
-    # the name, so the outside inode keeps its bytes.
-    os.link(planted.outside / "secret.md", planted.memories / "hard.md")
-    edit = planted.run(command="str_replace", path="/memories/hard.md", old_str="TOP-SECRET", new_str="edited")
-    assert not edit.is_error, edit.text
-    assert planted.run(command="insert", path="/memories/hard.md", insert_line=0, insert_text="top").text == (
-        "The file /memories/hard.md has been edited."
-    )
-    assert (planted.outside / "secret.md").read_text() == SECRET
-    assert (planted.memories / "hard.md").read_text() == "top\nedited-OUTSIDE\n"
-
-
 def test_the_root_swapped_for_a_link_after_opening_is_refused(planted: Planted) -> None:
     (planted.outside / "real.md").write_text(SECRET)
     before = fingerprint(planted.outside)
@@ -223,6 +215,59 @@ def test_the_root_replaced_by_a_file_is_refused(planted: Planted) -> None:
     assert result.is_error
     assert "TOP-SECRET" not in result.text
     assert str(planted.home) not in result.text
+
+
+# -- hard links ---------------------------------------------------------------------------------------------------
+
+
+def sidecar_holds(planted: Planted, needle: bytes) -> bool:
+    """Whether any file of the sidecar (index, auxiliary database, their write-ahead logs) holds ``needle``."""
+    return any(needle in f.read_bytes() for f in (planted.home / "store" / ".memdir").iterdir() if f.is_file())
+
+
+def test_a_hard_link_to_an_outside_file_is_refused_like_a_symlink(planted: Planted) -> None:
+    # Reading it would put the outside file's bytes in front of the model and into the history for good.
+    os.link(planted.outside / "secret.md", planted.memories / "hard.md")
+    os.link(planted.outside / "dir" / "inner.md", planted.memories / "sub" / "hard.md")
+    before = fingerprint(planted.outside)
+    for path in ("/memories/hard.md", "/memories/sub/hard.md"):
+        for label, result in all_commands(planted, path).items():
+            assert (label, result.is_error, result.text) == (label, True, escape(path))
+    assert_outside_untouched(planted, before)
+    assert os.stat(planted.memories / "hard.md").st_nlink == 2, "the link itself was replaced or removed"
+    assert (planted.memories / "real.md").read_text() == "real\n"
+    assert "hard.md" not in planted.run(command="view", path="/memories").text
+    assert [e.path.virtual for e in planted.store.list_files()] == ["/memories/real.md", "/memories/sub/keep.md"]
+    assert not sidecar_holds(planted, b"TOP-SECRET")
+
+
+def test_a_hard_link_made_to_a_memory_file_from_outside_is_refused(planted: Planted) -> None:
+    # Someone gives a memory file a second name outside the store: through it they would read whatever memdir keeps
+    # there. memdir stops using the file (as if it were a symlink): nothing more is read or written under its name.
+    peek = planted.outside / "peek.md"
+    os.link(planted.memories / "real.md", peek)
+    for label, result in all_commands(planted, "/memories/real.md").items():
+        if label != "rename-to":  # that one renames real.md itself: the same escape, for the source
+            assert (label, result.is_error, result.text) == (label, True, escape("/memories/real.md"))
+    assert planted.run(command="create", path="/memories/other.md", file_text="private\n").text == (
+        "File created successfully at: /memories/other.md"
+    )
+    assert peek.read_text() == "real\n", "a write reached the outside name"
+    assert os.stat(peek).st_nlink == 2 and os.path.samefile(peek, planted.memories / "real.md")
+    assert "real.md" not in planted.run(command="view", path="/memories").text
+    os.unlink(peek)  # the second name gone, the file is memdir's again
+    assert planted.run(command="view", path="/memories/real.md").text.endswith("1\treal")
+
+
+def test_doctor_reports_hard_links_without_reading_them(planted: Planted) -> None:
+    from memdir.doctor import diagnose
+
+    os.link(planted.outside / "secret.md", planted.memories / "hard.md")
+    found = [(f.where, f.problem) for f in diagnose(str(planted.home / "store")).findings]
+    assert (
+        "memories/hard.md",
+        "a file with other names (hard links): memdir never reads it; the model cannot see it",
+    ) in found
 
 
 # -- races: a link swapped in and out while commands run ------------------------------------------------------
@@ -257,18 +302,25 @@ def exchange_supported(tmp_path: Path) -> bool:
     return True
 
 
-def swapping(real: Path, outside: Path, stop: threading.Event, swaps: list[int]) -> Callable[[], None]:
-    """Keep putting a link to ``outside`` under ``real``'s name for a moment, then the real entry back. A write
-    may replace the link while it is there (rename over it); then the newer file is kept and a link re-planted."""
+def swapping(
+    real: Path, outside: Path, stop: threading.Event, swaps: list[int], *, hard: bool = False
+) -> Callable[[], None]:
+    """Keep putting a link to ``outside`` (a symlink, or with ``hard`` a hard link) under ``real``'s name for a
+    moment, then the real entry back. A write may replace the link while it is there (rename over it); then the
+    newer file is kept and a link re-planted."""
     spare = real.parent / f".{real.name}.spare"
+    outside_inode = os.stat(outside).st_ino
+
+    def still_the_link() -> bool:
+        return spare.is_symlink() if not hard else os.lstat(spare).st_ino == outside_inode
 
     def loop() -> None:
         while not stop.is_set():
-            os.symlink(outside, spare)
+            (os.link if hard else os.symlink)(outside, spare)
             exchange(real, spare)  # `real`'s name now holds the link
             time.sleep(0.0002)
             exchange(real, spare)  # and the real entry again
-            if spare.is_symlink():
+            if still_the_link():
                 os.unlink(spare)
             else:  # a write replaced the link while it was there: keep what it wrote
                 os.rename(spare, real)
@@ -347,7 +399,10 @@ def test_a_directory_swapped_for_an_outside_link_mid_command_never_leaks(planted
     assert "/memories/race/target.md" in listed
 
 
-def test_a_file_swapped_for_an_outside_link_mid_command_never_leaks(planted: Planted) -> None:
+@pytest.mark.parametrize("hard", [False, True], ids=["symlink", "hard-link"])
+def test_a_file_swapped_for_an_outside_link_mid_command_never_leaks(planted: Planted, hard: bool) -> None:
+    # A hard link cannot be told from the file by its name: memdir checks the link count before the open and on the
+    # open descriptor, so one swapped in between is refused too, and its bytes never reach memory or the history.
     if not exchange_supported(planted.home):
         pytest.skip("renameat2(RENAME_EXCHANGE) is not available on this kernel or file system")
     canary = planted.home / "canary.md"
@@ -355,7 +410,7 @@ def test_a_file_swapped_for_an_outside_link_mid_command_never_leaks(planted: Pla
     assert not planted.run(command="create", path="/memories/swap/target.md", file_text="count\n").is_error
     stop, swaps = threading.Event(), [0]
     swapper = threading.Thread(
-        target=swapping(planted.memories / "swap" / "target.md", canary, stop, swaps), daemon=True
+        target=swapping(planted.memories / "swap" / "target.md", canary, stop, swaps, hard=hard), daemon=True
     )
     swapper.start()
     try:
@@ -366,11 +421,13 @@ def test_a_file_swapped_for_an_outside_link_mid_command_never_leaks(planted: Pla
     assert not swapper.is_alive()
     assert swaps[0] > 50
     assert canary.read_text() == "CANARY count\n"
+    assert os.stat(canary).st_nlink == 1, "a planted hard link was left behind"
     assert sorted(os.listdir(planted.home)) == ["canary.md", "outside", "store"]
     for result in results:
         assert "CANARY" not in result.text, result.text
         assert "Internal error" not in result.text, result.text
     assert_expected_refusals(results)
+    assert not sidecar_holds(planted, b"CANARY"), "the outside file's bytes reached the history"
 
 
 # -- special files --------------------------------------------------------------------------------------------

@@ -79,13 +79,18 @@ def test_each_namespace_reads_only_its_own_log(http: httpx.Client, client: Clien
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # the damage is done to the SQLite file
 def test_verify_reports_content_changed_behind_memdirs_back(http: httpx.Client, store_url: str) -> None:
-    assert http.get("/v1/verify").json() == {"ok": True, "files": 2, "discrepancies": []}
+    clean = http.get("/v1/verify").json()
+    assert (clean["ok"], clean["files"], clean["discrepancies"]) == (True, 2, [])
+    assert (clean["history"]["ok"], clean["history"]["checked"], clean["history"]["breaks"]) == (True, 2, [])
+    assert clean["audit"]["ok"] is True and clean["audit"]["entries"] >= 3
     database = Path(store_url.removeprefix("sqlite://"))
     with sqlite3.connect(database) as conn:
         conn.execute("UPDATE blobs SET content = ? WHERE sha256 = ?", (b"a lie\n", sha256_hex(b"alpha\n")))
+        conn.execute("UPDATE versions SET actor = 'someone else' WHERE version = 1")
     conn.close()
     found = http.get("/v1/verify").json()
     assert found["ok"] is False
     assert [(d["path"], d["problem"], d["actual"]) for d in found["discrepancies"]] == [
         ("/memories/a.md", "changed", sha256_hex(b"a lie\n"))
     ]
+    assert [(b["kind"], b["first"]) for b in found["history"]["breaks"]] == [("edited", 1)]

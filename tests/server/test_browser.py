@@ -311,6 +311,8 @@ def reads_the_audit_log(page: Page, screens: Screens) -> None:
     expect(table).to_contain_text("web page")
     page.get_by_role("button", name="Check integrity").click()
     expect(page.locator("#integrity")).to_contain_text("files match their history")
+    expect(page.locator("#integrity")).to_contain_text("History: ")  # the hash chains' lines, as `memdir verify`
+    expect(page.locator("#integrity")).to_contain_text("intact")
     assert fits(table)
     screens.take(page, "audit")
 

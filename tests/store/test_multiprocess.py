@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from memdir import MemoryTool, Store, open_store
+from memdir.policy.audit import audit_log
 
 WORKERS = 8
 ROUNDS = 100  # each round is one insert and one str_replace: 200 commands per worker
@@ -134,6 +135,10 @@ def test_concurrent_inserts_and_replaces_lose_no_update(tmp_path: Path, kind: st
     assert len(versions) == 2 + 2 * WORKERS * ROUNDS
     assert [v.version for v in versions] == list(range(1, len(versions) + 1))
     assert integrity(kind, tmp_path) == "ok"
+    # Every process chained its versions and its audit rows onto what the others had committed: no fork.
+    history, audit = store.verify_chain(), audit_log(store).verify_chain()
+    assert (history.ok, history.checked) == (True, len(versions))
+    assert audit.ok and audit.checked == audit.entries >= 2 * WORKERS * ROUNDS
     store.close()
 
 

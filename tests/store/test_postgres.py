@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memdir import ConfigError, MemoryTool, Origin, StorageUnavailableError, open_store
+from memdir.policy.audit import audit_log
 from memdir.schema import migrate
 from memdir.store._pg import PgDatabase, split_url
 from memdir.store.postgres import PostgresStore, migrations
@@ -133,6 +134,9 @@ def test_a_database_of_the_previous_schema_is_upgraded_on_open(pg_url: str) -> N
         assert store.history("/memories/notes.md")[-1].version == 7
         store.restore("/memories/gone.md", 5)
         assert store.usage().files == 3
+        # The versions the old schema wrote have no chain value: the chain starts after them.
+        chain = store.verify_chain()
+        assert (chain.ok, chain.start, chain.unchained, chain.checked) == (True, 7, 6, 2)
     with open_store(pg_url, namespace="b") as other:
         assert other.write("/memories/only.md", b"new\n").version == 2
     store_set = next(s for s in migrate(pg_url, apply=False) if s.name == "memdir")
@@ -179,6 +183,10 @@ def test_processes_editing_one_file_lose_no_update(pg_url: str, tmp_path: Path) 
         assert {v.actor for v in history[1:]} == {f"worker-{w}" for w in range(WORKERS)}
     versions = list(store.log())
     assert [v.version for v in versions] == list(range(1, 2 + 2 * WORKERS * ROUNDS + 1))
+    # Chained under the namespace's row lock (versions) and the audit head's (the flushes of every process).
+    history, audit = store.verify_chain(), audit_log(store).verify_chain()
+    assert (history.ok, history.checked) == (True, len(versions))
+    assert audit.ok and audit.checked == audit.entries >= 2 * WORKERS * ROUNDS
     store.close()
 
 

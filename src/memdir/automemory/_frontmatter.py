@@ -25,6 +25,9 @@ import yaml
 __all__ = ["NOTE_TYPES", "Frontmatter", "read_frontmatter", "stamp_modified"]
 
 NOTE_TYPES = ("user", "feedback", "project", "reference")
+# libyaml's parser when PyYAML has it (its wheels do): the same safe YAML, ~9x faster on a frontmatter block, which
+# `memdir claude-code status` reads for every note of every Claude Code memory directory.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FENCES = ("---", "...")  # YAML ends a document with either
 _MODIFIED = re.compile(r"modified[ \t]*:")
 
@@ -56,7 +59,7 @@ def read_frontmatter(text: str) -> Frontmatter | None:
     if closing is None:
         return Frontmatter(None, "it opens with `---` on line 1 but no closing `---` line follows", _lines=lines)
     try:
-        fields = yaml.safe_load("\n".join(line.rstrip("\r") for line in lines[1:closing]))
+        fields = yaml.load("\n".join(line.rstrip("\r") for line in lines[1:closing]), Loader=_LOADER)
     except yaml.YAMLError as exc:
         return Frontmatter(None, _yaml_error(exc), closing_line=closing, _lines=lines)
     if fields is None:

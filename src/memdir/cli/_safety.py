@@ -142,28 +142,28 @@ def audit(state: Context, path: str | None, since: str | None, limit: int | None
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON object.")
 @pass_context
 @fail_cleanly
 def verify(state: Context, as_json: bool) -> None:
-    """Recompute every file's SHA-256 and report what changed outside memdir.
+    """Check files, history and audit log for changes made behind memdir's back.
 
-    Exits 1 when a file differs from its latest version, is missing, or (directory store) was never recorded.
+    Files are checked against their latest version; the history and the audit log against their hash
+    chains, so versions or audit entries deleted, edited, inserted or reordered with direct access to the
+    database are reported (see docs/safety.md). Prints each chain's head: keep it elsewhere to notice a
+    rewrite of the whole chain later. Exits 1 when anything is off.
 
     Example:
 
         memdir --store ~/memory verify
     """
-    store = state.store()
-    found = verify_store(store)
+    report = verify_store(state.store())
     if as_json:
-        echo_json([d.to_json() for d in found])
+        echo_json(report.to_json())
     else:
-        for item in found:
-            click.echo(f"{item.problem:<10} {item.path}: {item.detail}")
-        if not found:
-            click.echo(f"{plural(store.usage().files, 'file')} checked: all match their history.")
-    if found:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
         sys.exit(1)
 
 

@@ -8,7 +8,7 @@ import os
 import shlex
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,8 +18,8 @@ from ._output import duration, iso, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any
 
+    from ..server import ServerConfig
     from ..server.tokens import TokenInfo, TokenRegistry
 
 _pass_state = click.make_pass_decorator(Context)
@@ -71,15 +71,21 @@ def _seconds(name: str, default: float, text: str) -> Callable[[Callable[..., No
 )
 @_seconds("--header-timeout", 10.0, "Time a client has to send a request's head (slow clients get 408).")
 @_seconds("--body-timeout", 60.0, "Time a client has to send a request's body, once its head has come.")
+@click.option(
+    "--claude-code", "claude_code", is_flag=True, help="Serve every Claude Code memory directory, one namespace each."
+)
 @_with_store
 @fail_cleanly
-def serve(state: Context, workers: int, **options: Any) -> None:
+def serve(state: Context, workers: int, claude_code: bool, **options: Any) -> None:
     """Serve the store over HTTP to many tenants (the web page, the tool, MCP).
 
     The web page at /, the memory tool at /v1/tool, the store API under /v1, MCP at /mcp. Every request needs a
     token (`memdir token create`); each token reaches one namespace. Logs are JSON lines on stderr; on a terminal
     it also says where to open the page. SIGTERM or Ctrl-C stops it after the requests in flight, and the exit
     status is the signal's. The store is created if it does not exist.
+
+    With --claude-code, every Claude Code memory directory on this machine is a namespace, and the web page
+    shows them all; sign in with the token printed on stdout (see docs/claude-code.md).
 
     Example:
 
@@ -88,17 +94,30 @@ def serve(state: Context, workers: int, **options: Any) -> None:
     from ..server import ServerConfig, listen
     from ..server import serve as run
 
-    url = _served_url(state)
-    config = ServerConfig(store_url=url, **options)
-    sock = listen(config.host, config.port)  # a taken port is one line, before anything else happens
+    url = None if claude_code else _served_url(state)  # a store that cannot be served: said before anything else
+    sock = listen(options["host"], options["port"])  # so is a taken port
     with contextlib.closing(sock):
-        with _registry(state, create=True) as tokens:
-            count = len(tokens.list())
-        if sys.stderr.isatty():
-            _banner(config.host, sock.getsockname()[1], url, count)
+        if url is None:
+            config = _claude_code(options)
+        else:
+            config = ServerConfig(store_url=url, **options)
+            with _registry(state, create=True) as tokens:
+                count = len(tokens.list())
+            if sys.stderr.isatty():
+                _banner(config.host, sock.getsockname()[1], url, count)
         stopped = run(config, workers=workers, sock=sock)
     if stopped is not None:
         _end_by(stopped)
+
+
+def _claude_code(options: dict[str, Any]) -> ServerConfig:
+    from ..server.routers.claude_code import prepare
+
+    config, secret, served = prepare(**options)
+    click.echo(secret)
+    click.echo(f"Serving {served} Claude Code memory directories on http://{config.host}:{config.port}/ ; sign in "
+               "there with the token above (shown once; a restart makes a new one).", err=True)  # fmt: skip
+    return config
 
 
 def _banner(host: str, port: int, url: str, tokens: int) -> None:

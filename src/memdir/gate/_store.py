@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from ..policy.pipeline import Screened
     from ..search import SearchHit
     from ..store._base import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
+    from ..store._chain import ChainReport
     from ..store._db import AuxDatabase
 
 __all__ = ["GatedStore"]
@@ -227,6 +228,9 @@ class GatedStore(Store):
 
     def namespaces(self) -> list[str]:
         return self.inner.namespaces()
+
+    def verify_chain(self) -> ChainReport:
+        return self.inner.verify_chain()  # the backend's own chain: the gate adds no version of its own
 
     def requested(self, key: str) -> list[Version]:
         return self.inner.requested(key)

@@ -25,6 +25,14 @@ could take away. A transaction of its own per write cost more than the rest of t
 **Crash window:** a process killed with ``kill -9`` (or losing power) loses the reads and clean writes it buffered
 since the last flush: at most ``max_delay`` seconds (1 s by default) or ``max_records`` entries. The writes
 themselves, and their versions, are not affected.
+
+**Tamper evidence.** The trigger stops memdir's users, not someone with the database file. So each entry also
+records its number in the namespace (``seq``) and a chain value (`memdir.store._chain`): SHA-256 over the previous
+entry's value and this entry's columns. The flush reads and moves the namespace's head (``audit_heads``: last
+number and value) in its own transaction; the upsert that reads it locks the row, so flushes of several processes
+or servers into one database take turns (SQLite's write lock does the same). `verify_chain` walks the chain:
+an entry deleted, edited, inserted or moved, or the newest ones cut off, is reported (`memdir verify`). Entries
+written before migration ``0002_audit_chain`` have no number and are not checked.
 """
 
 from __future__ import annotations
@@ -40,10 +48,14 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemdirError
+from ..store._chain import ChainHead, ChainWalk, genesis, link, stored
 from ..store._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..store._base import Store
+    from ..store._chain import ChainReport, Row
     from ..store._db import AuxConnection, AuxDatabase
 
 __all__ = ["AuditEntry", "AuditLog", "audit_log"]
@@ -126,6 +138,22 @@ _POSTGRES_TABLES = """
         PRIMARY KEY (ns, path)
     );
 """
+
+
+@migrations("0002_audit_chain")
+def _audit_chain(schema: Schema) -> None:
+    # Each entry's number and chain value, and each namespace's head (see the module docstring). Not a unique index:
+    # a head row removed by hand must not stop the log from recording (verify reports the numbers given out again).
+    blob, integer = ("BYTEA", "BIGINT") if schema.dialect == "postgres" else ("BLOB", "INTEGER")
+    text = 'TEXT COLLATE "C"' if schema.dialect == "postgres" else "TEXT"
+    schema.script(
+        f"""
+        ALTER TABLE audit ADD COLUMN seq {integer};
+        ALTER TABLE audit ADD COLUMN chain {blob};
+        CREATE INDEX audit_by_seq ON audit (ns, seq);
+        CREATE TABLE audit_heads (ns {text} PRIMARY KEY, last {integer} NOT NULL DEFAULT 0, chain {blob});
+        """
+    )
 
 
 _COLUMNS = "ts, channel, actor, session, source, command, path, new_path, outcome, sha256, size, version, detail"
@@ -259,6 +287,17 @@ class AuditLog:
             rows = conn.execute(query, params).fetchall()
         return [AuditEntry(*row) for row in reversed(rows)]
 
+    def verify_chain(self) -> ChainReport:
+        """Walk the namespace's chain of entries (see the module docstring), in one snapshot, after a flush."""
+        self.flush()
+        self._ensure()
+        with self._db.reading("verify the audit log") as conn:
+            head = conn.execute("SELECT last, chain FROM audit_heads WHERE ns = ?", (self.namespace,)).fetchone()
+            last, value = head if head is not None else (0, None)
+            walk = ChainWalk("audit", self.namespace, ChainHead(1, int(last), stored(value)))
+            earlier, strays = _unchained(conn, self.namespace)
+            return walk.run(_entry_rows(conn, self.namespace), earlier=earlier, strays=strays)
+
     def last_access(self) -> dict[str, float]:
         """The last read or write of each path the log has seen (pending entries included)."""
         self._ensure()
@@ -321,8 +360,8 @@ class AuditLog:
 
 
 def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
-    marks = ", ".join("?" * 14)
-    conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}) VALUES ({marks})", [(ns, *e.row()) for e in batch])
+    marks = ", ".join("?" * (_COLUMNS.count(",") + 4))  # ns, the columns, seq, chain
+    conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}, seq, chain) VALUES ({marks})", _chained(conn, ns, batch))
     # Sorted: two servers flushing at once take the rows' locks in one order (PostgreSQL would otherwise detect a
     # deadlock and abort one). CASE rather than max()/greatest(): each engine has only one of them.
     conn.executemany(
@@ -333,11 +372,60 @@ def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[
     )
 
 
+def _chained(conn: AuxConnection, ns: str, batch: list[AuditEntry]) -> list[tuple[Any, ...]]:
+    """The batch's rows with their numbers and chain values, the namespace's head moved past them. The upsert
+    that reads the head also locks its row until the flush commits: concurrent flushes number one after another."""
+    last, value = conn.execute(
+        "INSERT INTO audit_heads (ns) VALUES (?) ON CONFLICT (ns) DO UPDATE SET last = audit_heads.last "
+        "RETURNING last, chain",
+        (ns,),
+    ).fetchone()
+    seq, chain = int(last), stored(value) or genesis("audit", ns)
+    rows: list[tuple[Any, ...]] = []
+    for entry in batch:
+        seq += 1
+        row = (float(entry.ts), *entry.row()[1:])  # the time as the REAL column gives it back
+        chain = link(chain, (seq, *row))
+        rows.append((ns, *row, seq, chain))
+    conn.execute("UPDATE audit_heads SET last = ?, chain = ? WHERE ns = ?", (seq, chain, ns))
+    return rows
+
+
 def _touched(entry: AuditEntry) -> list[str]:
     """The paths an entry counts as an access of: those of successful reads and writes."""
     if entry.outcome in ("error", "block", "quarantine") or entry.command == "delete":
         return []
     return [p for p in (entry.path, entry.new_path) if p]
+
+
+def _entry_rows(conn: AuxConnection, ns: str) -> Iterator[Row]:
+    """Every numbered entry as (number, chain value, the columns it covers), a page at a time, by number (and id,
+    should a number have been given out twice)."""
+    seq, last_id = -1, -1
+    while True:
+        rows = conn.execute(
+            f"SELECT id, seq, chain, {_COLUMNS} FROM audit WHERE ns = ? AND (seq > ? OR (seq = ? AND id > ?)) "
+            "ORDER BY seq, id LIMIT 2000",
+            (ns, seq, seq, last_id),
+        ).fetchall()
+        if not rows:
+            return
+        for row in rows:
+            last_id, seq = int(row[0]), int(row[1])
+            yield seq, stored(row[2]), (seq, *row[3:])
+
+
+def _unchained(conn: AuxConnection, ns: str) -> tuple[int, list[int]]:
+    """How many entries have no number, and for those written after the first numbered one (none can be: memdir
+    numbers every entry since the chain began) the number of the entry before each."""
+    (count,) = conn.execute("SELECT count(*) FROM audit WHERE ns = ? AND seq IS NULL", (ns,)).fetchone()
+    strays = conn.execute(
+        "SELECT (SELECT max(b.seq) FROM audit b WHERE b.ns = a.ns AND b.id < a.id) FROM audit a "
+        "WHERE a.ns = ? AND a.seq IS NULL AND a.id > (SELECT min(id) FROM audit WHERE ns = ? AND seq IS NOT NULL) "
+        "ORDER BY a.id",
+        (ns, ns),
+    ).fetchall()
+    return int(count), [int(r[0] or 0) for r in strays]
 
 
 _LOGS: weakref.WeakKeyDictionary[Store, AuditLog] = weakref.WeakKeyDictionary()

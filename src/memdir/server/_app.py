@@ -97,7 +97,8 @@ def _services(config: ServerConfig) -> Services:
         admin.close()
         raise
     limiter = RateLimiter(config.rate, config.burst)
-    tenants = Tenants(config.store_url, limit=config.max_open_namespaces, tool_options=config.tool_options)
+    urls = config.namespaces or None
+    tenants = Tenants(config.store_url, config.max_open_namespaces, config.tool_options, urls)
     gate = Gate(tokens, limiter, offload=admin.aux.dialect != "sqlite")
     return Services(config, admin, tokens, gate, tenants)
 

@@ -43,6 +43,11 @@ class ServerConfig:
     burst: int = 200  # bucket size: how many requests a token may send at once
     max_open_namespaces: int = 64  # stores kept open at once (least recently used are closed)
     tool_options: dict[str, Any] = field(default_factory=dict)  # MemoryTool options (limits, create_overwrites)
+    # Namespace -> store URL: serve exactly these, each from its own store (``memdir serve --claude-code``: one
+    # per Claude Code memory directory); ``store_url`` then only keeps the tokens. Empty: every namespace of
+    # ``store_url``.
+    namespaces: dict[str, str] = field(default_factory=dict)
+    claude_code: bool = False  # the Claude Code overview (`memdir.server.routers.claude_code`) is on
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_upload_bytes", "max_archive_bytes", "max_url_bytes", "max_header_bytes"):

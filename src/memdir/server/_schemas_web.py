@@ -178,10 +178,40 @@ WEB_SCHEMAS: dict[str, dict[str, Any]] = {
     "Approved": _object({"version": _INT, "item": _ref("ReviewItem")}),
     "Reject": _object({"reason": {**_STR, "maxLength": 1000}}),
     "AuditPage": _object({"entries": {"type": "array", "items": _AUDIT_ENTRY}}),
+    "ChainBreak": _object(
+        {
+            "kind": {"enum": ["edited", "deleted", "inserted", "reordered", "truncated", "head"]},
+            "first": {**_INT, "description": "The first version (or audit entry) number concerned."},
+            "last": _INT,
+            "before": {**_NULLABLE_INT, "description": "The number before the break that is in order."},
+            "after": {**_NULLABLE_INT, "description": "The number after the break that is in order."},
+            "detail": _STR,
+        }
+    ),
+    "Chain": {
+        "oneOf": [
+            {"type": "null", "description": "The store keeps no such chain."},
+            _object(
+                {
+                    "log": {"enum": ["history", "audit"]},
+                    "ok": {"type": "boolean"},
+                    "entries": {**_INT, "description": "Versions (or audit entries) present."},
+                    "checked": {**_INT, "description": "Those linked from `start` on (the others predate the chain)."},
+                    "start": {**_INT, "description": "The first number chained."},
+                    "last": {**_INT, "description": "The last number given out (the head)."},
+                    "pruned": {**_INT, "description": "Numbers accounted for by pruned runs (`memdir gc`)."},
+                    "head": {**_NULLABLE_STR, "description": "The head's chain value (hex): keep it to compare later."},
+                    "breaks": {"type": "array", "items": _ref("ChainBreak")},
+                }
+            ),
+        ]
+    },
     "Integrity": _object(
         {
             "ok": {"type": "boolean"},
             "files": {**_INT, "description": "How many files were checked."},
+            "history": _ref("Chain"),
+            "audit": _ref("Chain"),
             "discrepancies": {
                 "type": "array",
                 "items": _object(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..automemory import load_auto_memory
+from ..errors import NotFoundError
 from ..gate import GatedStore, Rules
 from ..policy.audit import audit_log
 from ..policy.limits import Limits
@@ -38,7 +39,7 @@ from ..store import open_store
 from ..tool import MemoryTool
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from ..automemory import AutoMemoryConfig
     from ..gate import Caller
@@ -66,7 +67,13 @@ class _Slot:
 
 
 class Tenants:
-    def __init__(self, url: str | None, limit: int = 64, tool_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        limit: int = 64,
+        tool_options: dict[str, Any] | None = None,
+        urls: Mapping[str, str] | None = None,
+    ) -> None:
         self.url = url
         self.limit = limit
         options = tool_options or {}
@@ -75,8 +82,11 @@ class Tenants:
         unknown = sorted(set(options) - _LIMITS - {"create_overwrites"})
         if unknown:
             raise TypeError(f"unknown memory tool option(s): {', '.join(unknown)}")
+        # When given, the namespaces served and the store each one is (one store per namespace); else every
+        # namespace of ``url``.
+        self.urls = urls
         # One SQLite file serves every namespace, so its writers share one lock; other stores lock per namespace.
-        self._shared_writes = (url or "").lower().startswith("sqlite:")
+        self._shared_writes = urls is None and (url or "").lower().startswith("sqlite:")
         self._write_locks: dict[str, anyio.Lock] = {}
         self._process_lock: int | None = None  # the flock file's descriptor (SQLite stores)
         self._open: OrderedDict[str, _Slot] = OrderedDict()
@@ -160,13 +170,21 @@ class Tenants:
             return slot
 
     def _open_slot(self, namespace: str) -> _Slot:
-        store = open_store(self.url, namespace=namespace)
+        store = self._open_store(namespace)
         try:
             rules = Rules.for_namespace(namespace, limits=self.limits)  # this process's settings, never a client's
             return _Slot(store, rules, load_auto_memory())
         except BaseException:
             store.close()
             raise
+
+    def _open_store(self, namespace: str) -> Store:
+        if self.urls is None:
+            return open_store(self.url, namespace=namespace)
+        url = self.urls.get(namespace)
+        if url is None:
+            raise NotFoundError(f"this server has no namespace {namespace!r}")
+        return open_store(url)
 
     def _release(self, slot: _Slot) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ URL                         backend
 ``http://`` / ``https://``  `RemoteStore`: a namespace on a memdir server (``memdir serve``), by token
 ``postgresql://``           `PostgresStore`: a namespace in a PostgreSQL database shared by many servers
                             (``postgres://`` too; needs the ``memdir[postgres]`` extra)
+``claude-code:``            a Claude Code memory directory, in place (`memdir.claudecode`)
 ==========================  ===================================================================
 
 A backend is a `Store` subclass plus an opener registered for a URL scheme with `register_backend`, and a
@@ -132,6 +133,12 @@ def _open_postgres(url: str, *, namespace: str, **options: Any) -> Store:
     return PostgresStore(url, namespace=namespace)
 
 
+def _open_claude_code(url: str, *, namespace: str, **options: Any) -> Store:
+    from ..claudecode import open_url  # reads Claude Code's settings: loaded only for claude-code: URLs
+
+    return open_url(url, namespace=namespace, **options)
+
+
 def _no_options(scheme: str, options: dict[str, Any]) -> None:
     if options:
         raise ConfigError(f"{scheme}: stores take no options (got {', '.join(sorted(options))})")
@@ -151,6 +158,7 @@ register_backend("http", _open_remote)
 register_backend("https", _open_remote)
 register_backend("postgresql", _open_postgres, _postgres_exists)
 register_backend("postgres", _open_postgres, _postgres_exists)
+register_backend("claude-code", _open_claude_code)
 
 
 def open_store(

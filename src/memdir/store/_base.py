@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from ..search._hit import SearchHit
+    from ._chain import ChainReport
     from ._db import AuxDatabase
 
 __all__ = [
@@ -384,6 +385,15 @@ class Store(ABC):
         Backends that keep history implement this with `prunable_versions`; the default refuses.
         """
         raise HistoryUnavailableError(f"{type(self).__name__} cannot prune its history")
+
+    def verify_chain(self) -> ChainReport:
+        """Check the history's hash chain (`memdir.store._chain`): every version in number order, each one's chain
+        value following from the one before, pruned runs accounting for their numbers, the head matching the
+        newest. Read in one snapshot. What `memdir verify` reports for the history.
+
+        Backends that keep history implement this (a remote store asks its server: ``GET /v1/verify``); the default
+        refuses, for a store without history. A store that wraps another forwards it."""
+        raise HistoryUnavailableError(f"{type(self).__name__} keeps no hash chain of its history to verify")
 
     # -- idempotency --------------------------------------------------------------------------------------
 

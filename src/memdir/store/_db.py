@@ -20,10 +20,12 @@ import errno
 import os
 import sqlite3
 import threading
+import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import StorageError, storage_error_from_os
+from ..errors import CorruptStoreError, StorageError, StorageFullError, storage_error_from_os
+from ._sqltypes import AuxCursor, Dialect
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -31,22 +33,16 @@ if TYPE_CHECKING:
 
     from ._migrations import Migrations
 
-__all__ = ["AuxConnection", "AuxCursor", "AuxDatabase", "Dialect", "SqlDatabase", "create_private"]
-
-Dialect = Literal["sqlite", "postgres"]
-
-
-class AuxCursor(Protocol):
-    """The part of a DB-API cursor the features use (`sqlite3.Cursor` and `memdir.store._pg.PgCursor`)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
+__all__ = [
+    "AuxConnection",
+    "AuxCursor",
+    "AuxDatabase",
+    "Dialect",
+    "SqlDatabase",
+    "connect",
+    "create_private",
+    "translate",
+]
 
 
 class AuxConnection(Protocol):
@@ -106,6 +102,70 @@ def create_private(path: Path) -> bool:
     return True
 
 
+def translate(exc: sqlite3.Error, doing: str) -> StorageError:
+    """Map a sqlite3 error to a StorageError whose message carries no host path."""
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
+        return CorruptStoreError(f"could not {doing}: the store's database is damaged; run `memdir doctor`")
+    if "locked" in text or "busy" in text:
+        return StorageError(f"could not {doing}: the store is locked by another process; try again")
+    if "full" in text:
+        return StorageFullError(f"could not {doing}: no space left on the device holding the store")
+    if "readonly" in text or "read-only" in text:
+        return StorageError(f"could not {doing}: the store is read-only")
+    if "disk i/o" in text:
+        return StorageError(f"could not {doing}: input/output error on the device holding the store")
+    if "unable to open" in text:
+        return StorageError(f"could not {doing}: the store's database cannot be opened")
+    return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
+
+
+def connect(
+    location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000, page_size: int | None = None
+) -> sqlite3.Connection:
+    """Open a connection configured for many readers, one writer at a time, across processes. ``page_size``
+    applies to a database created now (an existing one keeps its own)."""
+    if read_only:
+        return _connect_read_only(Path(location), busy_timeout_ms)
+    conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if page_size is not None:
+        conn.execute(f"PRAGMA page_size = {int(page_size)}")  # a no-op once the file has pages (or is in WAL mode)
+    # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
+    # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
+    # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    if mode and str(mode[0]).lower() not in ("wal", "memory"):
+        raise StorageError("could not open the store: the database does not support write-ahead logging")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def _connect_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection that never writes, for a store on a read-only disk (a snapshot, a read-only volume).
+
+    ``mode=ro`` still needs the WAL's shared-memory file, which cannot be created on a read-only file system;
+    then ``immutable=1`` tells SQLite nothing can change the file, which on such a disk is simply true.
+    """
+    # realpath: a POSIX path may start with '//', which in a URI would read as a host name.
+    base = "file:" + urllib.parse.quote(os.path.realpath(path))
+    last: sqlite3.Error | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                base + query, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        return conn
+    assert last is not None
+    raise last
+
+
 _CLOSE_WAIT = 60.0  # seconds `close` waits for other threads' transactions (twice the busy timeout)
 
 
@@ -117,7 +177,7 @@ class SqlDatabase:
     def __init__(self, location: str | Path | None, *, read_only: bool = False, page_size: int | None = None) -> None:
         self.read_only = read_only
         self._location = location
-        self._page_size = page_size  # for a database this creates (`memdir.store._sql.connect`)
+        self._page_size = page_size  # for a database this creates (`connect`)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -152,8 +212,6 @@ class SqlDatabase:
         return conn
 
     def _connect(self) -> sqlite3.Connection:
-        from ._sql import connect, translate  # the pragmas and error wording live with the store's schema
-
         try:
             location = ":memory:" if self._location is None else self._location
             conn = connect(location, read_only=self.read_only, page_size=self._page_size)
@@ -189,8 +247,6 @@ class SqlDatabase:
         """Apply a feature's migrations once per process (a read-only database is taken as it is)."""
         if migrations.name in self._ensured or self.read_only:
             return
-        from ._sql import translate
-
         with self._exclusive(), self._using() as conn:
             try:
                 migrations.apply(conn)
@@ -208,8 +264,6 @@ class SqlDatabase:
 
     def commit_and_continue(self, conn: sqlite3.Connection, doing: str) -> None:
         """Inside `transaction`: commit what it did so far and go on in a new write transaction."""
-        from ._sql import translate
-
         try:
             conn.execute("COMMIT")
             conn.execute("BEGIN IMMEDIATE")
@@ -223,8 +277,6 @@ class SqlDatabase:
             yield from self._in_transaction("BEGIN", doing, commit=False)
 
     def _in_transaction(self, begin: str, doing: str, *, commit: bool) -> Iterator[sqlite3.Connection]:
-        from ._sql import translate
-
         with self._using() as conn:
             try:
                 conn.execute(begin)

@@ -4,6 +4,12 @@ Every operation below the store root works relative to an open directory descrip
 component with ``O_NOFOLLOW``: a symlink planted anywhere inside the tree, even one swapped in between a check
 and its use, makes the operation fail (``ELOOP`` / ``ENOTDIR``) instead of following it out of the root.
 Checking a resolved path first and then opening it by name would leave exactly that window open.
+
+A regular file with more than one name (a hard link) is treated as a symlink is (`linked`): it may be a file
+outside the tree given a name inside it (reading it would put that file's bytes in memory and in the history), or
+a memory file given a name outside it. It is never read (its link count is checked before the open and again on
+the open descriptor, so one swapped in between is caught), never listed, and every command on it is an escape.
+Writes never go through any name: they rename a new file into place.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ __all__ = [
     "atomic_write",
     "identity",
     "install",
+    "linked",
     "lstat_at",
     "open_root",
     "prune_empty",
@@ -289,6 +296,12 @@ def _raise_for_component(exc: OSError, here: MemoryPath) -> None:
     raise storage_error_from_os(exc, "open a directory") from exc
 
 
+def linked(st: os.stat_result) -> bool:
+    """Whether an entry is a link for memdir: a symlink, or a regular file with other names (hard links), which
+    may lead outside the tree as a symlink would (see the module docstring)."""
+    return stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1)
+
+
 def lstat_at(directory: DirHandle, name: str) -> os.stat_result | None:
     try:
         return os.stat(name, dir_fd=directory.fd, follow_symlinks=False)
@@ -299,14 +312,15 @@ def lstat_at(directory: DirHandle, name: str) -> os.stat_result | None:
 
 
 def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, FileStat]:
-    """Read a regular file. A symlink is an escape; a directory is `NotAFileError`; anything else that is not
-    a regular file (a FIFO, a socket, a device) is `NotFoundError`, as it is in listings."""
+    """Read a regular file. A link (a symlink, or a file with other names) is an escape; a directory is
+    `NotAFileError`; anything else that is not a regular file (a FIFO, a socket, a device) is `NotFoundError`, as
+    it is in listings."""
     before = lstat_at(directory, name)
     if before is None:  # as if the open below had come first: a file made since is read by the next look
         raise NotFoundError(f"{path.virtual} does not exist")
+    if linked(before):
+        raise PathError(path.virtual, "escape")
     if not (stat.S_ISREG(before.st_mode) or stat.S_ISDIR(before.st_mode)):
-        if stat.S_ISLNK(before.st_mode):
-            raise PathError(path.virtual, "escape")
         # Checked before open(): opening a device node can have side effects, and a socket cannot be opened
         # at all (ENXIO). The fstat below still catches one swapped in after this check.
         raise NotFoundError(f"{path.virtual} is not a regular file")
@@ -328,6 +342,8 @@ def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, F
             raise NotAFileError(f"{path.virtual} is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise NotFoundError(f"{path.virtual} is not a regular file")
+        if st.st_nlink > 1:  # a hard link made (or swapped in) since the check above: never read through it
+            raise PathError(path.virtual, "escape")
         if st.st_size > _MAX_READ:
             raise LimitError(f"{path.virtual} is {st.st_size:,} bytes, too large to read")
         chunks: list[bytes] = []
@@ -502,8 +518,8 @@ def prune_empty(root: DirHandle, path: MemoryPath) -> None:
 
 
 def scan_tree(directory: DirHandle, prefix: MemoryPath) -> Iterator[tuple[MemoryPath, FileStat]]:
-    """Every regular file below ``directory``, as (path, stat), unsorted; links, hidden names and names the
-    path rules refuse are skipped (the model could never address them; `memdir doctor` lists them)."""
+    """Every regular file below ``directory``, as (path, stat), unsorted; links (hard links too), hidden names and
+    names the path rules refuse are skipped (the model could never address them; `memdir doctor` lists them)."""
     yield from _scan(directory.fd, prefix)
 
 
@@ -523,7 +539,7 @@ def _scan(fd: int, prefix: MemoryPath) -> Iterator[tuple[MemoryPath, FileStat]]:
         except OSError as exc:
             raise storage_error_from_os(exc, "list a directory") from exc
         here = MemoryPath((*prefix.parts, name))
-        if stat.S_ISREG(st.st_mode):
+        if stat.S_ISREG(st.st_mode) and not linked(st):
             yield here, stamp_of(st)
         elif stat.S_ISDIR(st.st_mode):
             try:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from ._db import AuxCursor, Dialect
+    from ._sqltypes import AuxCursor, Dialect
 
 __all__ = ["Migrations", "Schema", "advisory_key", "registered"]
 

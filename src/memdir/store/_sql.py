@@ -8,7 +8,11 @@ One schema, created and upgraded by named migrations (`memdir.store._migrations`
 - ``versions``: the append-only change log, numbered per namespace.
 - ``blobs``: the content of every version, by namespace and SHA-256 (deduplicated within a namespace, never
   shared across namespaces, so removing a tenant removes its bytes).
-- ``namespaces``: per-namespace counters (last version number, file count, bytes) kept in step with writes.
+- ``namespaces``: per-namespace counters (last version number, file count, bytes) kept in step with writes, and
+  the head of the history's hash chain (``chain``: the last version's chain value; ``chain_from``: the first version
+  chained, later than 1 where versions predate migration ``0005_hash_chain``).
+- ``versions.chain``: each version's chain value, and ``pruned``: the runs of versions `memdir gc` pruned, each with
+  the chain value of its last version (`memdir.store._chain`), so the chain survives pruning.
 - the directory store's *pending* file operations (rename into place, unlink) that make committed versions
   visible: written with the versions, in the namespace's row (``namespaces.pending``), and replaced by the next
   change once done (`memdir.store._visible`); unused by the SQLite store. The ``pending`` table held them before
@@ -17,23 +21,30 @@ One schema, created and upgraded by named migrations (`memdir.store._migrations`
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
-import urllib.parse
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any
 
-from ..errors import CorruptStoreError, StorageError, StorageFullError
+from ..errors import StorageError
 from ..paths import MemoryPath
 from ._base import Origin, Quota, Usage, Version, prunable_versions
-from ._db import SqlDatabase
+from ._chain import ChainReport, encode_tail, genesis, history_report, link, link_tail, record_pruned, stored
+from ._db import SqlDatabase, connect, translate
 from ._migrations import Migrations, Schema
+from ._pending import (
+    PENDING_COLUMNS,
+    PendingOp,
+    decode_ops,
+    other_pending,
+    pending_by_namespace,
+    pending_columns,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from pathlib import Path
 
 __all__ = ["IndexRow", "PendingOp", "SqlIndex", "connect", "pending_by_namespace", "translate"]
 
@@ -121,70 +132,6 @@ def _pending_file_operations(schema: Schema) -> None:
     )
 
 
-def translate(exc: sqlite3.Error, doing: str) -> StorageError:
-    """Map a sqlite3 error to a StorageError whose message carries no host path."""
-    text = str(exc).lower()
-    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
-        return CorruptStoreError(f"could not {doing}: the store's database is damaged; run `memdir doctor`")
-    if "locked" in text or "busy" in text:
-        return StorageError(f"could not {doing}: the store is locked by another process; try again")
-    if "full" in text:
-        return StorageFullError(f"could not {doing}: no space left on the device holding the store")
-    if "readonly" in text or "read-only" in text:
-        return StorageError(f"could not {doing}: the store is read-only")
-    if "disk i/o" in text:
-        return StorageError(f"could not {doing}: input/output error on the device holding the store")
-    if "unable to open" in text:
-        return StorageError(f"could not {doing}: the store's database cannot be opened")
-    return StorageError(f"could not {doing}: database error ({type(exc).__name__})")
-
-
-def connect(
-    location: str | Path, *, read_only: bool = False, busy_timeout_ms: int = 30_000, page_size: int | None = None
-) -> sqlite3.Connection:
-    """Open a connection configured for many readers, one writer at a time, across processes. ``page_size``
-    applies to a database created now (an existing one keeps its own)."""
-    if read_only:
-        return _connect_read_only(Path(location), busy_timeout_ms)
-    conn = sqlite3.connect(location, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    if page_size is not None:
-        conn.execute(f"PRAGMA page_size = {int(page_size)}")  # a no-op once the file has pages (or is in WAL mode)
-    # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
-    # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
-    # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-    if mode and str(mode[0]).lower() not in ("wal", "memory"):
-        raise StorageError("could not open the store: the database does not support write-ahead logging")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn
-
-
-def _connect_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """A connection that never writes, for a store on a read-only disk (a snapshot, a read-only volume).
-
-    ``mode=ro`` still needs the WAL's shared-memory file, which cannot be created on a read-only file system;
-    then ``immutable=1`` tells SQLite nothing can change the file, which on such a disk is simply true.
-    """
-    # realpath: a POSIX path may start with '//', which in a URI would read as a host name.
-    base = "file:" + urllib.parse.quote(os.path.realpath(path))
-    last: sqlite3.Error | None = None
-    for query in ("?mode=ro", "?mode=ro&immutable=1"):
-        try:
-            conn = sqlite3.connect(
-                base + query, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
-            )
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.Error as exc:
-            last = exc
-            continue
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        return conn
-    assert last is not None
-    raise last
-
-
 def _check_schema_current(conn: sqlite3.Connection) -> None:
     """A read-only database cannot be migrated: it must already have every table this version reads."""
     tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -200,13 +147,36 @@ def _pending_in_namespace_row(schema: Schema) -> None:
     # A change's pending operations go in the namespace's row, which the change updates anyway (its counters):
     # a row inserted into `pending` and deleted by the next change cost two statements and a page of write-ahead
     # log each (measured: ~6% of the memory tool's time on the directory store). ``pending`` holds the operations
-    # (`_encode_ops`), ``pending_first``/``pending_last`` their versions' span (checked before every write without
-    # decoding the list). The table stays for what an earlier memdir left in it.
+    # (`memdir.store._pending.encode_ops`), ``pending_first``/``pending_last`` their versions' span (checked before
+    # every write without decoding the list). The table stays for what an earlier memdir left in it.
     schema.script(
         """
         ALTER TABLE namespaces ADD COLUMN pending TEXT;
         ALTER TABLE namespaces ADD COLUMN pending_first INTEGER;
         ALTER TABLE namespaces ADD COLUMN pending_last INTEGER;
+        """
+    )
+
+
+@migrations("0005_hash_chain")
+def _hash_chain(schema: Schema) -> None:
+    # Tamper evidence (`memdir.store._chain`): each version's chain value, written in the version's transaction, and
+    # the chain's head in the namespace's row, which every change updates anyway. Versions recorded before this
+    # have no value: the chain starts after the namespace's last version (``chain_from``), 1 in a new namespace.
+    # Values are 32-byte BLOBs, not hex: the namespace's row must stay small (see 0004).
+    schema.script(
+        """
+        ALTER TABLE versions ADD COLUMN chain BLOB;
+        ALTER TABLE namespaces ADD COLUMN chain BLOB;
+        ALTER TABLE namespaces ADD COLUMN chain_from INTEGER NOT NULL DEFAULT 1;
+        UPDATE namespaces SET chain_from = last_version + 1;
+        CREATE TABLE pruned (
+            ns TEXT NOT NULL,
+            first INTEGER NOT NULL,
+            last INTEGER NOT NULL,
+            chain BLOB,
+            PRIMARY KEY (ns, first)
+        ) WITHOUT ROWID;
         """
     )
 
@@ -219,94 +189,6 @@ class IndexRow:
     size: int
     modified: float
     stamp: str | None
-
-
-PendingKind = Literal["install", "unlink", "rename"]
-
-
-@dataclass(frozen=True, slots=True)
-class PendingOp:
-    """A file operation that makes committed ``version`` visible in the directory store (`memdir.store._visible`):
-    ``install`` renames ``temp`` (beside ``path``, content ``sha256``) over ``path``, whose content is
-    ``replaces`` until then (None: no file); ``unlink`` removes ``path`` (content ``sha256``); ``rename`` moves
-    ``old_path`` (content ``sha256``) to ``path``."""
-
-    version: int
-    op: PendingKind
-    path: str
-    sha256: str
-    old_path: str | None = None
-    temp: str | None = None
-    replaces: str | None = None
-
-
-_PENDING_COLUMNS = "version, op, path, sha256, old_path, temp, replaces"
-
-
-def pending_by_namespace(conn: sqlite3.Connection) -> dict[str, list[PendingOp]]:
-    """Every namespace's pending operations, oldest first (for `memdir doctor`, which reads without a store)."""
-    found: dict[str, list[PendingOp]] = {}
-    for namespace, *row in conn.execute(f"SELECT ns, {_PENDING_COLUMNS} FROM pending ORDER BY ns, version"):
-        found.setdefault(str(namespace), []).append(PendingOp(*row))
-    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(namespaces)")}
-    if "pending" in columns:  # an index from before 0004 has them in the table only
-        for namespace, text in conn.execute("SELECT ns, pending FROM namespaces WHERE pending IS NOT NULL"):
-            found.setdefault(str(namespace), []).extend(_decode_ops(conn, str(namespace), text))
-    return {ns: sorted(ops, key=lambda op: op.version) for ns, ops in found.items()}
-
-
-def _encode_ops(ops: Sequence[PendingOp]) -> str:
-    """What the versions rows of the same transaction do not hold: the temporary file, the content replaced and,
-    for an unlink (whose version records no content), the content removed. Kept short: the namespace's row must
-    stay small (a row longer than about a quarter of a page spills into a page of its own).
-
-    A line per operation, ``version kind temp replaces removed`` ('-' for none): none of these fields can hold
-    a space (numbers, our own temporary names, hexadecimal digests), and this runs in every change, where
-    `json.dumps` cost several times as much."""
-    return "\n".join(
-        f"{o.version} {o.op} {o.temp or '-'} {o.replaces or '-'} {(o.sha256 if o.op == 'unlink' else None) or '-'}"
-        for o in ops
-    )
-
-
-def _pending_columns(ops: Sequence[PendingOp]) -> tuple[str | None, int | None, int | None]:
-    """The namespace row's ``pending``, ``pending_first`` and ``pending_last`` for ``ops``."""
-    if not ops:
-        return None, None, None
-    versions = [o.version for o in ops]
-    return _encode_ops(ops), min(versions), max(versions)
-
-
-def _decode_ops(conn: sqlite3.Connection, namespace: str, text: object) -> list[PendingOp]:
-    """The operations `_encode_ops` wrote, completed from their versions (path, content, old path). One whose
-    version is gone (its history pruned) cannot be checked, so it is left out, as the roll-forward drops it."""
-    try:
-        items = [_fields(line) for line in str(text).split("\n")]
-    except ValueError as exc:
-        raise CorruptStoreError("the store's database is damaged (pending operations); run `memdir doctor`") from exc
-    ops: list[PendingOp] = []
-    for version, kind, temp, replaces, removed in items:
-        row = conn.execute(
-            "SELECT path, sha256, old_path FROM versions WHERE ns = ? AND version = ?", (namespace, version)
-        ).fetchone()
-        if row is None:
-            continue
-        path, sha, old = row
-        content = removed if kind == "unlink" else sha
-        if content is not None:
-            ops.append(PendingOp(version, kind, str(path), str(content), old, temp, replaces))
-    return ops
-
-
-def _fields(line: str) -> tuple[int, PendingKind, str | None, str | None, str | None]:
-    version, kind, temp, replaces, removed = line.split(" ")
-    if kind not in ("install", "unlink", "rename"):
-        raise ValueError(f"unknown pending operation {kind!r}")
-    return int(version), cast("PendingKind", kind), _or_none(temp), _or_none(replaces), _or_none(removed)
-
-
-def _or_none(field: str) -> str | None:
-    return None if field == "-" else field
 
 
 _VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
@@ -333,14 +215,7 @@ def _range(key: str) -> tuple[str, str]:
     return (key + "/", key + "0") if key else ("", "\U0010ffff")
 
 
-def _other_pending(first: int | None, last: int | None, in_table: int, ignoring: Sequence[tuple[int, int]]) -> bool:
-    """Whether a namespace row's pending operations (versions ``first`` to ``last``, and rows of the legacy table)
-    include any outside the version ranges ``ignoring`` (a writer's own, noted done)."""
-    if in_table:
-        return True  # left by an earlier memdir: the roll-forward sorts them out
-    if first is None or last is None:
-        return False
-    return not any(low <= first and last <= high for low, high in ignoring)
+_Value = bytes | None  # a chain value (`_Counters` has a field named ``bytes``)
 
 
 @dataclass(slots=True)
@@ -350,6 +225,13 @@ class _Counters:
     last_version: int
     files: int
     bytes: int
+    chain: _Value  # the chain value of version ``last_version`` (the head; None while nothing is chained)
+
+
+def _sql_link(previous: object, namespace: str, number: int, tail: str) -> bytes:
+    """SQL function ``memdir_chain(chain, ns, version, tail)``: the chain value of a version numbered in SQL
+    (`SqlIndex._bump`), computed in the UPDATE that gives out its number instead of a statement of its own."""
+    return link_tail(stored(previous) or genesis("history", namespace), number, tail)
 
 
 class SqlIndex(SqlDatabase):
@@ -360,6 +242,7 @@ class SqlIndex(SqlDatabase):
     ) -> None:
         super().__init__(location, read_only=read_only, page_size=page_size)
         self.namespace = namespace
+        self._genesis = genesis("history", namespace)
         self._change = threading.local()  # `_Counters` of the change this thread runs (`begin_change`), if any
         conn = self.conn
         try:
@@ -370,6 +253,11 @@ class SqlIndex(SqlDatabase):
                 conn.execute("INSERT OR IGNORE INTO namespaces (ns) VALUES (?)", (namespace,))
         except sqlite3.Error as exc:
             raise translate(exc, "open the store") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = super()._connect()
+        conn.create_function("memdir_chain", 4, _sql_link, deterministic=True)
+        return conn
 
     # -- current state ------------------------------------------------------------------------------------
 
@@ -454,7 +342,7 @@ class SqlIndex(SqlDatabase):
         """Record ``key``'s new content (stored as a blob when given) as the next version. ``replaced``: the size
         of the content it replaces (None: no file), from the row every caller has just read to check the write.
         `QuotaError` when the write would take the namespace over ``quota`` (the caller's rollback undoes it)."""
-        now = time.time() if ts is None else ts
+        now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
         if content is not None:
             conn.execute(
                 "INSERT OR IGNORE INTO blobs (ns, sha256, content) VALUES (?, ?, ?)",
@@ -467,21 +355,24 @@ class SqlIndex(SqlDatabase):
                     "SELECT length(content) FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)
                 ).fetchone()[0]
             )
-        version = self._bump(conn, files=0 if replaced is not None else 1, size=size - (replaced or 0), quota=quota)
+        added = (0 if replaced is not None else 1, size - (replaced or 0))
+        version = self._log(conn, added, (key, op, origin.actor, origin.session, origin.source, now, sha, size,
+                                          old_key), origin.request, quota)  # fmt: skip
         conn.execute(
             "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.namespace, key, version, sha, size, now, stamp),
+            (self.namespace, key, version.version, sha, size, now, stamp),
         )
-        return self._log(conn, version, key, op, origin, now, sha, size, old_key)
+        return version
 
     def record_delete(
         self, conn: sqlite3.Connection, row: IndexRow, *, origin: Origin, op: str = "delete", ts: float | None = None
     ) -> Version:
-        now = time.time() if ts is None else ts
-        version = self._bump(conn, files=-1, size=-row.size)
+        now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
+        fields = (row.path, op, origin.actor, origin.session, origin.source, now, None, 0, None)
+        version = self._log(conn, (-1, -row.size), fields, origin.request)
         conn.execute("DELETE FROM files WHERE ns = ? AND path = ?", (self.namespace, row.path))
-        return self._log(conn, version, row.path, op, origin, now, None, 0, None)
+        return version
 
     def record_move(
         self,
@@ -493,15 +384,16 @@ class SqlIndex(SqlDatabase):
         stamp: str | None = None,
         ts: float | None = None,
     ) -> Version:
-        now = time.time() if ts is None else ts
-        version = self._bump(conn, files=0, size=0)
+        now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
+        fields = (new_key, "rename", origin.actor, origin.session, origin.source, now, row.sha256, row.size, row.path)
+        version = self._log(conn, (0, 0), fields, origin.request)
         conn.execute("DELETE FROM files WHERE ns = ? AND path = ?", (self.namespace, row.path))
         conn.execute(
             "INSERT OR REPLACE INTO files (ns, path, version, sha256, size, modified, stamp) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.namespace, new_key, version, row.sha256, row.size, now, stamp),
+            (self.namespace, new_key, version.version, row.sha256, row.size, now, stamp),
         )
-        return self._log(conn, version, new_key, "rename", origin, now, row.sha256, row.size, row.path)
+        return version
 
     def set_stamp(self, conn: sqlite3.Connection, key: str, stamp: str, *, version: int | None = None) -> None:
         """Note ``key``'s on-disk identity; with ``version``, only while that version is still the current one."""
@@ -520,7 +412,7 @@ class SqlIndex(SqlDatabase):
         finds no other there, see `has_pending`). One UPDATE of the row the change's versions updated already."""
         conn.execute(
             "UPDATE namespaces SET pending = ?, pending_first = ?, pending_last = ? WHERE ns = ?",
-            (*_pending_columns(ops), self.namespace),
+            (*pending_columns(ops), self.namespace),
         )
 
     def lookup(self, key: str) -> IndexRow | None:
@@ -551,10 +443,11 @@ class SqlIndex(SqlDatabase):
         self._change.counters = None
         if row is None:
             return False  # no row (removed by hand): counted in the database, as without `begin_change`
-        first, last, in_table, *counters = row
-        pending = _other_pending(first, last, in_table, ignoring)
+        first, last, in_table, last_version, files, size, chain = row
+        pending = other_pending(first, last, in_table, ignoring)
         if not pending:
-            self._change.counters = _Counters(*map(int, counters))
+            head = stored(chain)
+            self._change.counters = _Counters(int(last_version), int(files), int(size), head)
         return pending
 
     def end_change(self, conn: sqlite3.Connection, ops: Sequence[PendingOp]) -> None:
@@ -565,10 +458,11 @@ class SqlIndex(SqlDatabase):
             self.set_pending(conn, ops)
             return
         conn.execute(
-            "UPDATE namespaces SET last_version = ?, files = ?, bytes = ?, pending = ?, pending_first = ?, "
+            "UPDATE namespaces SET last_version = ?, files = ?, bytes = ?, chain = ?, pending = ?, pending_first = ?, "
             "pending_last = ? WHERE ns = ?",
-            (counters.last_version, counters.files, counters.bytes, *_pending_columns(ops), self.namespace),
-        )
+            (counters.last_version, counters.files, counters.bytes, counters.chain, *pending_columns(ops),
+             self.namespace),
+        )  # fmt: skip
 
     def drop_change(self) -> _Counters | None:
         """Stop counting in memory (the change ended, or failed and is rolled back); what was counted."""
@@ -579,14 +473,15 @@ class SqlIndex(SqlDatabase):
     def has_pending(self) -> bool:
         """Whether this namespace has pending operations (one statement, outside any transaction)."""
         row = self._namespace_row(self.conn)
-        return row is not None and _other_pending(row[0], row[1], row[2], ())
+        return row is not None and other_pending(row[0], row[1], row[2], ())
 
     def _namespace_row(self, conn: sqlite3.Connection) -> tuple[Any, ...] | None:
-        """The namespace's pending span, whether the legacy table holds any of its operations, and its counters."""
+        """The namespace's pending span, whether the legacy table holds any of its operations, its counters and
+        its chain's head."""
         try:
             row: tuple[Any, ...] | None = conn.execute(
                 "SELECT pending_first, pending_last, EXISTS (SELECT 1 FROM pending WHERE ns = ?), last_version, "
-                "files, bytes FROM namespaces WHERE ns = ?",
+                "files, bytes, chain FROM namespaces WHERE ns = ?",
                 (self.namespace, self.namespace),
             ).fetchone()
         except sqlite3.Error as exc:
@@ -596,7 +491,7 @@ class SqlIndex(SqlDatabase):
     def pending_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """This namespace's pending operations, oldest first."""
         rows = conn.execute(
-            f"SELECT {_PENDING_COLUMNS} FROM pending WHERE ns = ? ORDER BY version", (self.namespace,)
+            f"SELECT {PENDING_COLUMNS} FROM pending WHERE ns = ? ORDER BY version", (self.namespace,)
         ).fetchall()
         return sorted([PendingOp(*r) for r in rows] + self._row_ops(conn), key=lambda op: op.version)
 
@@ -610,9 +505,32 @@ class SqlIndex(SqlDatabase):
     def _row_ops(self, conn: sqlite3.Connection) -> list[PendingOp]:
         """The pending operations kept in the namespace's row."""
         (text,) = conn.execute("SELECT pending FROM namespaces WHERE ns = ?", (self.namespace,)).fetchone() or (None,)
-        return [] if text is None else _decode_ops(conn, self.namespace, text)
+        return [] if text is None else decode_ops(conn, self.namespace, text)
 
-    def _bump(self, conn: sqlite3.Connection, *, files: int, size: int, quota: Quota | None = None) -> int:
+    def _log(
+        self,
+        conn: sqlite3.Connection,
+        added: tuple[int, int],
+        fields: tuple[str, str, str, str | None, str | None, float, str | None, int, str | None],
+        request: str | None,
+        quota: Quota | None = None,
+    ) -> Version:
+        """Record the next version, with ``fields`` (path, op, actor, session, source, time, SHA-256, size, old
+        path), its chain value, and the namespace's counters moved by ``added`` (files, bytes)."""
+        number, chain = self._bump(conn, added, fields, quota)
+        row = (number, *fields)
+        conn.execute(
+            f"INSERT INTO versions (ns, {_VERSION_COLUMNS}, request, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?)",
+            (self.namespace, *row, request, chain),
+        )
+        return _version(row)
+
+    def _bump(
+        self, conn: sqlite3.Connection, added: tuple[int, int], fields: tuple[Any, ...], quota: Quota | None
+    ) -> tuple[int, bytes]:
+        """The next version number and its chain value, the counters and the chain's head moved on."""
+        files, size = added
         counters: _Counters | None = getattr(self._change, "counters", None)
         if counters is not None:  # a change of `begin_change`: counted in memory, written back by `end_change`
             if quota is not None:
@@ -620,36 +538,21 @@ class SqlIndex(SqlDatabase):
             counters.last_version += 1
             counters.files += files
             counters.bytes += size
-            return counters.last_version
+            counters.chain = link(counters.chain or self._genesis, (counters.last_version, *fields))
+            return counters.last_version, counters.chain
+        # The chain value is computed by the UPDATE that gives out the number (`_sql_link`): no statement of its own,
+        # and the head moves in the same row, under the same write lock.
         row = conn.execute(
-            "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ? "
-            "WHERE ns = ? RETURNING last_version, files, bytes",
-            (files, size, self.namespace),
+            "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ?, "
+            "chain = memdir_chain(chain, ns, last_version + 1, ?) WHERE ns = ? "
+            "RETURNING last_version, files, bytes, chain",
+            (files, size, encode_tail(fields), self.namespace),
         ).fetchone()
         if quota is not None:
             # The counters this write transaction holds: exact however many writers race (a check before the
             # write lock lets two of them pass together), and no statement of its own.
             quota.check(Usage(int(row[1]) - files, int(row[2]) - size), files, size)
-        return int(row[0])
-
-    def _log(
-        self,
-        conn: sqlite3.Connection,
-        version: int,
-        key: str,
-        op: str,
-        origin: Origin,
-        ts: float,
-        sha: str | None,
-        size: int,
-        old_key: str | None,
-    ) -> Version:
-        row = (version, key, op, origin.actor, origin.session, origin.source, ts, sha, size, old_key)
-        conn.execute(
-            f"INSERT INTO versions (ns, {_VERSION_COLUMNS}, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.namespace, *row, origin.request),
-        )
-        return _version(row)
+        return int(row[0]), row[3]
 
     # -- history ------------------------------------------------------------------------------------------
 
@@ -658,9 +561,10 @@ class SqlIndex(SqlDatabase):
         after, never half-pruned."""
         with self.transaction("prune the history") as conn:
             rows = conn.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? ORDER BY version", (self.namespace,)
+                f"SELECT {_VERSION_COLUMNS}, chain FROM versions WHERE ns = ? ORDER BY version", (self.namespace,)
             ).fetchall()
-            gone = sorted(prunable_versions((_version(r) for r in rows), before))
+            gone = sorted(prunable_versions((_version(r[:-1]) for r in rows), before))
+            record_pruned(conn, "", self.namespace, gone, {int(r[0]): r[-1] for r in rows})
             for at in range(0, len(gone), 500):
                 chunk = gone[at : at + 500]
                 conn.execute(
@@ -675,6 +579,11 @@ class SqlIndex(SqlDatabase):
                 (self.namespace,),
             )
         return len(gone)
+
+    def chain_report(self) -> ChainReport:
+        """`Store.verify_chain` for both SQLite-backed stores."""
+        with self.reading("verify the history") as conn:
+            return history_report(conn, "", self.namespace)
 
     def requested(self, key: str) -> list[Version]:
         """`Store.requested` for both SQL-backed stores."""

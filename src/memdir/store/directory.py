@@ -20,6 +20,11 @@ transaction on the sidecar, so read-modify-write commands from any number of pro
 ``history=False`` keeps no sidecar at all (nothing but the memory files is written under ``PATH``); version
 numbers are then tokens derived from the file's on-disk identity, and `history` raises
 `HistoryUnavailableError`.
+
+``root=DIR`` maps ``/memories`` straight onto ``DIR`` (no ``memories/`` level, one namespace) and needs
+``history=`` to name the index elsewhere, so memdir writes nothing inside ``DIR`` but what memory commands write
+(used for directories another program owns: `memdir.claudecode`). ``outside=`` is the `Origin` recorded for
+changes found on disk (actor ``external`` by default).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import (
     AlreadyExistsError,
+    ConfigError,
     HistoryUnavailableError,
     MemdirError,
     NotADirectoryError_,
@@ -80,6 +86,8 @@ if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable, Iterator, Mapping
 
+    from ._chain import ChainReport
+
 __all__ = ["DirectoryStore", "namespace_root"]
 
 SIDECAR = ".memdir"
@@ -113,6 +121,13 @@ def namespace_root(base: Path, namespace: str) -> Path:
     return base / "memories" if namespace == DEFAULT_NAMESPACE else base / "namespaces" / namespace
 
 
+def _own_root(root: str | os.PathLike[str], namespace: str, history: object) -> Path:
+    """The directory a ``root=`` store maps ``/memories`` onto: one namespace, and the sidecar kept elsewhere."""
+    if namespace != DEFAULT_NAMESPACE or history is True:
+        raise ConfigError("a store over its own root directory has one namespace and needs history=PATH (or False)")
+    return Path(root).expanduser().absolute()
+
+
 _INDEX_PAGE_SIZE = 1024
 
 
@@ -127,10 +142,13 @@ class DirectoryStore(Store):
         history: bool | str | os.PathLike[str] = True,
         fsync: bool = True,
         read_only: bool = False,
+        root: str | os.PathLike[str] | None = None,
+        outside: Origin = _External,
     ) -> None:
         self.namespace = check_namespace(namespace)
         self.base = Path(path).expanduser().absolute()
-        root = namespace_root(self.base, self.namespace)
+        self._outside = outside
+        root = namespace_root(self.base, self.namespace) if root is None else _own_root(root, namespace, history)
         try:
             _fs.secure_makedirs(root)
         except OSError as exc:
@@ -372,6 +390,9 @@ class DirectoryStore(Store):
             self.list_files()  # edits made outside memdir become versions first, as for `log`
         return index.prune(before)
 
+    def verify_chain(self) -> ChainReport:
+        return self._require_history().chain_report()  # as recorded: outside edits are `memdir verify`'s to report
+
     def namespaces(self) -> list[str]:
         """The namespaces with history, and those whose directory holds files memdir has not seen yet (written
         by hand before the namespace was ever opened: opening it makes them versions)."""
@@ -567,7 +588,7 @@ class DirectoryStore(Store):
     def _kind(self, root: _fs.DirHandle, target: MemoryPath) -> str | None:
         """'file', 'dir', 'empty' (a directory holding nothing but empty directories: not there for memdir, see
         `_fs.empty_tree`), 'other' (a FIFO, socket or device: never read, never listed) or None for what is on disk
-        at ``target``; a symlink there, or on the way, is an escape."""
+        at ``target``; a link there (hard links too), or a symlink on the way, is an escape."""
         try:
             with _fs.walk(root, target.parent) as parent:
                 st = _fs.lstat_at(parent, target.name)
@@ -577,7 +598,7 @@ class DirectoryStore(Store):
             return None  # nothing can be below a file: the path does not exist, as on every backend
         if st is None:
             return None
-        if stat_mod.S_ISLNK(st.st_mode):
+        if _fs.linked(st):  # a symlink, or a file with other names (hard links): may lead out of the tree
             raise PathError(target.virtual, "escape")
         return "file" if stat_mod.S_ISREG(st.st_mode) else "other"
 
@@ -608,7 +629,7 @@ class DirectoryStore(Store):
             sha=sha,
             content=content,
             op="create" if row is None else "write",
-            origin=_External,
+            origin=self._outside,
             stamp=st.stamp,
             replaced=None if row is None else row.size,
         )
@@ -626,7 +647,7 @@ class DirectoryStore(Store):
         if self._index is not None and conn is not None:
             gone = self._index.get(conn, target.key)
             if gone is not None:  # deleted outside memdir since we last looked
-                self._index.record_delete(conn, gone, origin=_External)
+                self._index.record_delete(conn, gone, origin=self._outside)
         return None
 
     def _put(
@@ -777,7 +798,7 @@ class DirectoryStore(Store):
                 with contextlib.suppress(NotFoundError, NotAFileError, NotADirectoryError_, PathError):
                     self._observe(root, conn, path)
         for row in rows.values():  # in the index, gone from disk
-            self._index.record_delete(conn, row, origin=_External)
+            self._index.record_delete(conn, row, origin=self._outside)
 
 
 def _untracked(

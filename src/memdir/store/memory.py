@@ -37,6 +37,7 @@ from ._base import (
     prunable_versions,
     sha256_hex,
 )
+from ._chain import ChainHead, ChainReport, ChainWalk, PrunedRun, genesis, link, merge_pruned, version_fields
 from ._db import SqlDatabase
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class _State:
     files: dict[str, _File] = field(default_factory=dict)
     dirs: Counter[str] = field(default_factory=Counter)  # directory key -> files below it
     versions: list[Version] = field(default_factory=list)
+    chains: dict[int, bytes] = field(default_factory=dict)  # version -> its chain value (`memdir.store._chain`)
+    head: bytes | None = None  # the chain value of version `last_version`
+    pruned: list[PrunedRun] = field(default_factory=list)
     blobs: dict[str, bytes] = field(default_factory=dict)
     bytes: int = 0
     last_version: int = 0  # kept apart from `versions`: pruning must never make a number come back
@@ -216,10 +220,18 @@ class MemoryStore(Store):
     def prune_history(self, before: float) -> int:
         with self._s.lock:
             gone = prunable_versions(self._s.versions, before)
+            self._s.pruned = merge_pruned(self._s.pruned, gone, {n: self._s.chains.pop(n, None) for n in gone})
             self._s.versions = [v for v in self._s.versions if v.version not in gone]
             needed = {v.sha256 for v in self._s.versions} | {f.sha256 for f in self._s.files.values()}
             self._s.blobs = {sha: blob for sha, blob in self._s.blobs.items() if sha in needed}
         return len(gone)
+
+    def verify_chain(self) -> ChainReport:
+        with self._s.lock:
+            head = ChainHead(1, self._s.last_version, self._s.head)
+            rows = [(v.version, self._s.chains.get(v.version), version_fields(v)) for v in self._s.versions]
+            runs = list(self._s.pruned)
+        return ChainWalk("history", self.namespace, head).run(rows, runs)
 
     def read_blob(self, sha256: str) -> bytes:
         with self._s.lock:
@@ -269,6 +281,8 @@ class MemoryStore(Store):
         return self._s.last_version + 1
 
     def _record(self, version: Version) -> Version:
+        previous = self._s.head if self._s.head is not None else genesis("history", self.namespace)
+        self._s.head = self._s.chains[version.version] = link(previous, version_fields(version))
         self._s.versions.append(version)
         self._s.last_version = version.version
         return version

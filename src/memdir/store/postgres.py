@@ -7,7 +7,12 @@ migrations below, recorded in ``_memdir_migrations``:
 - ``memdir_files``: the current state, one row per file (version, SHA-256, size, time);
 - ``memdir_versions``: the append-only change log, numbered 1, 2, 3... per namespace;
 - ``memdir_blobs``: the content of every version, by namespace and SHA-256 (deduplicated within a namespace);
-- ``memdir_namespaces``: per namespace, the last version number and the file and byte counts.
+- ``memdir_namespaces``: per namespace, the last version number and the file and byte counts, and the head of the
+  history's hash chain (``chain``, ``chain_from``: as in the SQLite schema, `memdir.store._sql`);
+- ``memdir_pruned``: the runs of versions `memdir gc` pruned, each with its last version's chain value.
+
+Each version's chain value (``memdir_versions.chain``, `memdir.store._chain`) is computed under the namespace's
+lock from the head read with it, and the head written back in the same transaction.
 
 Paths are ``COLLATE "C"``: directory ranges (``path >= 'a/' AND path < 'a0'``) and tree order need byte order,
 whatever the database's own collation.
@@ -23,13 +28,10 @@ or a deadlock is run again (a bounded number of times) by `PgDatabase.run`.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import (
     AlreadyExistsError,
-    CorruptStoreError,
     NotADirectoryError_,
     NotAFileError,
     NotFoundError,
@@ -56,14 +58,27 @@ from ._base import (
     check_namespace,
     key_path,
     prunable_versions,
-    sha256_hex,
 )
+from ._chain import ChainReport, history_report, record_pruned
 from ._migrations import Migrations, Schema
 from ._pg import PgDatabase, split_url
+from ._pgchanges import (
+    FILE_COLUMNS,
+    HAS_BELOW,
+    READ_FILE,
+    VERSION_COLUMNS,
+    Changes,
+    FileRow,
+    Place,
+    file_data,
+    file_row,
+    key_range,
+    version_of,
+)
 from ._urls import redact_url
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator
 
     from ._pg import PgConnection
 
@@ -149,168 +164,26 @@ def _request_keys(schema: Schema) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """A ``memdir_files`` row."""
-
-    path: str
-    version: int
-    sha256: str
-    size: int
-    modified: float
-
-
-_FILE_COLUMNS = "path, version, sha256, size, modified"
-_VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
-_EMPTY = Usage(0, 0)
-
-
-def _file(row: Sequence[Any]) -> _Row:
-    return _Row(str(row[0]), int(row[1]), str(row[2]), int(row[3]), float(row[4]))
-
-
-_READ_FILE = (
-    "SELECT f.version, f.sha256, f.modified, b.content FROM memdir_files f "
-    "LEFT JOIN memdir_blobs b ON b.ns = f.ns AND b.sha256 = f.sha256 WHERE f.ns = ? AND f.path = ?"
-)
-_HAS_BELOW = "SELECT 1 FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? LIMIT 1"
-
-
-def _file_data(target: MemoryPath, row: Sequence[Any]) -> FileData:
-    """A `_READ_FILE` row as the file it is."""
-    version, sha, modified, content = row
-    if content is None:
-        raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
-    return FileData(target, bytes(content), int(version), str(sha), float(modified))
-
-
-def _version(row: Sequence[Any]) -> Version:
-    version, path, op, actor, session, source, ts, sha, size, old = row
-    return Version(
-        version=int(version),
-        path=key_path(str(path)),
-        op=str(op),
-        actor=str(actor),
-        session=session,
-        source=source,
-        timestamp=float(ts),
-        sha256=sha,
-        size=int(size),
-        old_path=None if old is None else key_path(str(old)),
+@migrations("0004_hash_chain")
+def _hash_chain(schema: Schema) -> None:
+    # Tamper evidence, as SQLite's 0005_hash_chain: each version's chain value, the head in the namespace's row
+    # (read under its lock by every writer anyway), the pruned runs. Versions recorded before it have no value: the
+    # chain starts after each namespace's last version (``chain_from``), 1 in a new namespace.
+    schema.script(
+        """
+        ALTER TABLE memdir_versions ADD COLUMN chain BYTEA;
+        ALTER TABLE memdir_namespaces ADD COLUMN chain BYTEA;
+        ALTER TABLE memdir_namespaces ADD COLUMN chain_from BIGINT NOT NULL DEFAULT 1;
+        UPDATE memdir_namespaces SET chain_from = last_version + 1;
+        CREATE TABLE memdir_pruned (
+            ns TEXT COLLATE "C" NOT NULL,
+            first BIGINT NOT NULL,
+            last BIGINT NOT NULL,
+            chain BYTEA,
+            PRIMARY KEY (ns, first)
+        );
+        """
     )
-
-
-def _range(key: str) -> tuple[str, str]:
-    """Keys strictly below directory ``key``: ``key/`` <= k < ``key0`` ('0' sorts right after '/')."""
-    return (key + "/", key + "0") if key else ("", "\U0010ffff")
-
-
-@dataclass(slots=True)
-class _Place:
-    """What a write finds at its target: the file there, the file among its ancestors, whether files lie below."""
-
-    row: _Row | None
-    blocker: str | None
-    has_below: bool
-
-
-@dataclass(slots=True)
-class _Changes:
-    """One write transaction of a namespace: holds the namespace's lock, numbers its versions, and sends all its
-    changes in one round trip (`flush`)."""
-
-    conn: PgConnection
-    ns: str
-    last: int = 0
-    usage: Usage = _EMPTY  # the namespace's counters when the lock was taken
-    added_files: int = 0
-    added_bytes: int = 0
-    blobs: dict[str, bytes] = field(default_factory=dict)
-    gone: list[str] = field(default_factory=list)
-    put: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    logged: list[tuple[Any, ...]] = field(default_factory=list)
-
-    @classmethod
-    def begin(cls, conn: PgConnection, ns: str) -> _Changes:
-        # The lock every writer of the namespace takes first (see the module docstring).
-        lock = "SELECT last_version, files, bytes FROM memdir_namespaces WHERE ns = ? FOR UPDATE"
-        row = conn.execute(lock, (ns,)).fetchone()
-        if row is None:  # opened read-only before the namespace had a row, or its row was removed by hand
-            conn.execute("INSERT INTO memdir_namespaces (ns) VALUES (?) ON CONFLICT DO NOTHING", (ns,))
-            row = conn.execute(lock, (ns,)).fetchone()
-        assert row is not None
-        return cls(conn, ns, last=int(row[0]), usage=Usage(int(row[1]), int(row[2])))
-
-    def write(
-        self,
-        key: str,
-        content: bytes,
-        before: _Row | None,
-        *,
-        op: str,
-        origin: Origin,
-        ts: float | None = None,
-        quota: Quota | None = None,
-    ) -> Version:
-        files, size = 0 if before else 1, len(content) - (before.size if before else 0)
-        if quota is not None:  # against the counters read under the namespace's lock: exact
-            now = self.usage
-            quota.check(Usage(now.files + self.added_files, now.bytes + self.added_bytes), files, size)
-        sha = sha256_hex(content)
-        self.blobs[sha] = content
-        self.added_files += files
-        self.added_bytes += size
-        return self._record(key, op, origin, ts, sha, len(content), None)
-
-    def delete(self, row: _Row, *, origin: Origin, op: str = "delete", ts: float | None = None) -> Version:
-        self.added_files -= 1
-        self.added_bytes -= row.size
-        self.gone.append(row.path)
-        return self._record(row.path, op, origin, ts, None, 0, None)
-
-    def move(self, row: _Row, new_key: str, *, origin: Origin, ts: float | None = None) -> Version:
-        self.gone.append(row.path)
-        return self._record(new_key, "rename", origin, ts, row.sha256, row.size, row.path)
-
-    def _record(
-        self, key: str, op: str, origin: Origin, ts: float | None, sha: str | None, size: int, old: str | None
-    ) -> Version:
-        self.last += 1
-        now = time.time() if ts is None else ts
-        if sha is not None:
-            self.put[key] = (self.ns, key, self.last, sha, size, now)
-        row = (self.last, key, op, origin.actor, origin.session, origin.source, now, sha, size, old)
-        self.logged.append((self.ns, *row, origin.request))
-        return _version(row)
-
-    def flush(self) -> None:
-        """Send every change as one pipeline: one round trip however many files a delete or a rename touched."""
-        conn = self.conn
-        with conn.raw.pipeline():
-            if self.blobs:
-                conn.executemany(
-                    "INSERT INTO memdir_blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    [(self.ns, sha, content) for sha, content in self.blobs.items()],
-                )
-            if self.gone:
-                conn.execute("DELETE FROM memdir_files WHERE ns = ? AND path = ANY(?)", (self.ns, self.gone))
-            if self.put:
-                conn.executemany(
-                    f"INSERT INTO memdir_files (ns, {_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (ns, path) DO UPDATE SET version = excluded.version, sha256 = excluded.sha256, "
-                    "size = excluded.size, modified = excluded.modified",
-                    list(self.put.values()),
-                )
-            if self.logged:
-                conn.executemany(
-                    f"INSERT INTO memdir_versions (ns, {_VERSION_COLUMNS}, request) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    self.logged,
-                )
-                conn.execute(
-                    "UPDATE memdir_namespaces SET last_version = ?, files = files + ?, bytes = bytes + ? WHERE ns = ?",
-                    (self.last, self.added_files, self.added_bytes, self.ns),
-                )
 
 
 class PostgresStore(Store):
@@ -354,10 +227,10 @@ class PostgresStore(Store):
         target = as_path(path)
         if target.is_root:
             return Stat(target, "dir", self.usage().bytes)
-        low, high = _range(target.key)
+        low, high = key_range(target.key)
         rows = self._db.query(
             "read the store",
-            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ? "
+            f"SELECT {FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ? "
             "UNION ALL SELECT NULL, count(*), NULL, coalesce(sum(size), 0)::bigint, NULL FROM memdir_files "
             "WHERE ns = ? AND path >= ? AND path < ?",
             (self.namespace, target.key, self.namespace, low, high),
@@ -371,22 +244,22 @@ class PostgresStore(Store):
 
     def read(self, path: PathLike) -> FileData:
         target = as_path(path)
-        rows = [] if target.is_root else self._db.query("read a file", _READ_FILE, (self.namespace, target.key))
+        rows = [] if target.is_root else self._db.query("read a file", READ_FILE, (self.namespace, target.key))
         if not rows:
             if target.is_root or self._has_below(None, target.key):
                 raise NotAFileError(f"{target.virtual} is a directory")
             raise NotFoundError(f"{target.virtual} does not exist")
-        return _file_data(target, rows[0])
+        return file_data(target, rows[0])
 
     def list_files(self, path: PathLike = MemoryPath(())) -> list[Entry]:
         target = as_path(path)
-        low, high = _range(target.key)
+        low, high = key_range(target.key)
         found = [
-            _file(r)
+            file_row(r)
             for r in self._db.query(
                 "list files",
                 # Tree order: '/' sorts as chr(1), below every character a name may hold (and "C": byte order).
-                f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND (path = ? OR path >= ? AND path < ?) "
+                f"SELECT {FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND (path = ? OR path >= ? AND path < ?) "
                 "ORDER BY replace(path, '/', chr(1))",
                 (self.namespace, target.key, low, high),
             )
@@ -409,10 +282,10 @@ class PostgresStore(Store):
     def requested(self, key: str) -> list[Version]:
         with self._db.reading("read the history") as conn:
             rows = conn.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND request = ? ORDER BY version",
+                f"SELECT {VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND request = ? ORDER BY version",
                 (self.namespace, key),
             ).fetchall()
-        return [_version(r) for r in rows]
+        return [version_of(r) for r in rows]
 
     def namespaces(self) -> list[str]:
         rows = self._db.query(
@@ -435,7 +308,7 @@ class PostgresStore(Store):
         target = as_path(path)
 
         def work(conn: PgConnection) -> Version:
-            changes = _Changes.begin(conn, self.namespace)
+            changes = Changes.begin(conn, self.namespace)
             before = self._writable(conn, target)
             check_expect(target, None if before is None else before.version, expect)
             version = changes.write(target.key, content, before, op=op, origin=origin, quota=quota)
@@ -459,9 +332,9 @@ class PostgresStore(Store):
         target = as_path(path)
 
         def work(conn: PgConnection) -> Version:
-            changes = _Changes.begin(conn, self.namespace)
+            changes = Changes.begin(conn, self.namespace)
             current = self._fetch(conn, target)
-            before = _Row(target.key, current.version, current.sha256, len(current.content), current.modified)
+            before = FileRow(target.key, current.version, current.sha256, len(current.content), current.modified)
             version = changes.write(target.key, change(current), before, op=op, origin=origin, quota=quota)
             changes.flush()
             return version
@@ -474,7 +347,7 @@ class PostgresStore(Store):
             raise PathError(target.virtual, "not_allowed", "the root cannot be deleted")
 
         def work(conn: PgConnection) -> list[Version]:
-            changes = _Changes.begin(conn, self.namespace)
+            changes = Changes.begin(conn, self.namespace)
             rows = self._file_or_below(conn, target)
             if not rows:
                 raise NotFoundError(f"{target.virtual} does not exist")
@@ -489,7 +362,7 @@ class PostgresStore(Store):
         check_move(source, dest)
 
         def work(conn: PgConnection) -> list[Version]:
-            changes = _Changes.begin(conn, self.namespace)
+            changes = Changes.begin(conn, self.namespace)
             rows = self._file_or_below(conn, source)
             if not rows:
                 raise NotFoundError(f"{source.virtual} does not exist")
@@ -508,7 +381,7 @@ class PostgresStore(Store):
         origin = Origin(version.actor, version.session, version.source)
 
         def work(conn: PgConnection) -> Version:
-            changes = _Changes.begin(conn, self.namespace)
+            changes = Changes.begin(conn, self.namespace)
             made = self._import(conn, changes, version, content, origin)
             changes.flush()
             return made
@@ -516,7 +389,7 @@ class PostgresStore(Store):
         return self._db.run("import a version", work)
 
     def _import(
-        self, conn: PgConnection, changes: _Changes, version: Version, content: bytes | None, origin: Origin
+        self, conn: PgConnection, changes: Changes, version: Version, content: bytes | None, origin: Origin
     ) -> Version:
         at = version.timestamp
         if version.sha256 is None:
@@ -544,14 +417,14 @@ class PostgresStore(Store):
         while True:
             rows = self._db.query(
                 "read the history",
-                f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND version > ? "
+                f"SELECT {VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND version > ? "
                 "ORDER BY version LIMIT 500",
                 (self.namespace, last),
             )
             if not rows:
                 return
             for row in rows:
-                item = _version(row)
+                item = version_of(row)
                 last = item.version
                 yield item
 
@@ -559,12 +432,12 @@ class PostgresStore(Store):
         limit = before if before is not None else 1 << 62
         rows = self._db.query(
             "read the history",
-            f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND path = ? AND version < ? "
-            f"UNION SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND old_path = ? AND version < ? "
+            f"SELECT {VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND path = ? AND version < ? "
+            f"UNION SELECT {VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? AND old_path = ? AND version < ? "
             "ORDER BY version",
             (self.namespace, path.key, limit, self.namespace, path.key, limit),
         )
-        return [_version(r) for r in rows]
+        return [version_of(r) for r in rows]
 
     def read_blob(self, sha256: str) -> bytes:
         rows = self._db.query(
@@ -576,13 +449,15 @@ class PostgresStore(Store):
 
     def prune_history(self, before: float) -> int:
         def work(conn: PgConnection) -> int:
-            _Changes.begin(conn, self.namespace)  # the namespace's lock: no write lands while the log is judged
+            Changes.begin(conn, self.namespace)  # the namespace's lock: no write lands while the log is judged
             rows = conn.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM memdir_versions WHERE ns = ? ORDER BY version", (self.namespace,)
+                f"SELECT {VERSION_COLUMNS}, chain FROM memdir_versions WHERE ns = ? ORDER BY version",
+                (self.namespace,),
             ).fetchall()
-            gone = sorted(prunable_versions((_version(r) for r in rows), before))
+            gone = sorted(prunable_versions((version_of(r[:-1]) for r in rows), before))
             if not gone:
                 return 0
+            record_pruned(conn, "memdir_", self.namespace, gone, {int(r[0]): r[-1] for r in rows})
             conn.execute("DELETE FROM memdir_versions WHERE ns = ? AND version = ANY(?)", (self.namespace, gone))
             # Content no remaining version (nor a current file) needs; the namespace's counters are unchanged.
             conn.execute(
@@ -595,53 +470,57 @@ class PostgresStore(Store):
 
         return self._db.run("prune the history", work)
 
+    def verify_chain(self) -> ChainReport:
+        with self._db.reading("verify the history") as conn:  # one REPEATABLE READ snapshot
+            return history_report(conn, "memdir_", self.namespace)
+
     # -- helpers ------------------------------------------------------------------------------------------
 
-    def _get(self, conn: PgConnection, key: str) -> _Row | None:
+    def _get(self, conn: PgConnection, key: str) -> FileRow | None:
         row = conn.execute(
-            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ?", (self.namespace, key)
+            f"SELECT {FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ?", (self.namespace, key)
         ).fetchone()
-        return None if row is None else _file(row)
+        return None if row is None else file_row(row)
 
     def _has_below(self, conn: PgConnection | None, key: str) -> bool:
         """Whether files lie below ``key`` (a directory), in ``conn``'s transaction or on its own."""
-        low, high = _range(key)
+        low, high = key_range(key)
         params = (self.namespace, low, high)
         if conn is None:
-            return bool(self._db.query("read the store", _HAS_BELOW, params))
-        return conn.execute(_HAS_BELOW, params).fetchone() is not None
+            return bool(self._db.query("read the store", HAS_BELOW, params))
+        return conn.execute(HAS_BELOW, params).fetchone() is not None
 
-    def _file_or_below(self, conn: PgConnection, target: MemoryPath) -> list[_Row]:
+    def _file_or_below(self, conn: PgConnection, target: MemoryPath) -> list[FileRow]:
         """The file at ``target``, or every file below the directory ``target``."""
         row = self._get(conn, target.key)
         if row is not None:
             return [row]
-        low, high = _range(target.key)
+        low, high = key_range(target.key)
         rows = conn.execute(
-            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? "
+            f"SELECT {FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? "
             "ORDER BY replace(path, '/', chr(1))",
             (self.namespace, low, high),
         ).fetchall()
-        return [_file(r) for r in rows]
+        return [file_row(r) for r in rows]
 
-    def _place(self, conn: PgConnection, target: MemoryPath) -> _Place:
+    def _place(self, conn: PgConnection, target: MemoryPath) -> Place:
         """The file at ``target``, the nearest-the-root file among its ancestors, and whether a file lies below it:
         one query."""
-        low, high = _range(target.key)
+        low, high = key_range(target.key)
         rows = conn.execute(
-            f"SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ANY(?) "
-            f"UNION ALL (SELECT {_FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? LIMIT 1)",
+            f"SELECT {FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path = ANY(?) "
+            f"UNION ALL (SELECT {FILE_COLUMNS} FROM memdir_files WHERE ns = ? AND path >= ? AND path < ? LIMIT 1)",
             (self.namespace, [target.key, *(a.key for a in target.ancestors())], self.namespace, low, high),
         ).fetchall()
-        found = [_file(r) for r in rows]
+        found = [file_row(r) for r in rows]
         ancestors = sorted((r.path for r in found if r.path != target.key and not r.path.startswith(low)), key=len)
-        return _Place(
+        return Place(
             row=next((r for r in found if r.path == target.key), None),
             blocker=ancestors[0] if ancestors else None,
             has_below=any(r.path.startswith(low) for r in found),
         )
 
-    def _writable(self, conn: PgConnection, target: MemoryPath) -> _Row | None:
+    def _writable(self, conn: PgConnection, target: MemoryPath) -> FileRow | None:
         """The current row at ``target`` (None if free), after checking a file may live there."""
         if target.is_root:
             raise NotAFileError("/memories is a directory")
@@ -654,10 +533,10 @@ class PostgresStore(Store):
 
     def _fetch(self, conn: PgConnection, target: MemoryPath) -> FileData:
         """The file at ``target`` with its content, inside a write transaction."""
-        found = None if target.is_root else conn.execute(_READ_FILE, (self.namespace, target.key)).fetchone()
+        found = None if target.is_root else conn.execute(READ_FILE, (self.namespace, target.key)).fetchone()
         if found is None:
             raise self._missing_file(conn, target)
-        return _file_data(target, found)
+        return file_data(target, found)
 
     def _missing_file(self, conn: PgConnection, target: MemoryPath) -> NotAFileError | NotFoundError:
         if target.is_root or self._has_below(conn, target.key):

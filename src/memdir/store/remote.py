@@ -53,7 +53,14 @@ from .._wire import (
     version_from_json,
     version_to_json,
 )
-from ..errors import ConfigError, NotFoundError, RateLimitError, StorageError, StorageUnavailableError
+from ..errors import (
+    ConfigError,
+    HistoryUnavailableError,
+    NotFoundError,
+    RateLimitError,
+    StorageError,
+    StorageUnavailableError,
+)
 from ..paths import MemoryPath, parse
 from ._base import (
     ANY,
@@ -71,6 +78,7 @@ from ._base import (
     Version,
     as_path,
 )
+from ._chain import ChainReport
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -233,6 +241,16 @@ class RemoteStore(Store):
 
     def namespaces(self) -> list[str]:
         return [self.namespace]  # a token reaches its own namespace and no other
+
+    def integrity(self) -> dict[str, Any]:
+        """The server's `memdir verify` of this namespace (``GET /v1/verify``): checked where the data is."""
+        return dict(self._json("GET", "/v1/verify"))
+
+    def verify_chain(self) -> ChainReport:
+        history = self.integrity().get("history")
+        if history is None:
+            raise HistoryUnavailableError("the server's store keeps no hash chain of its history")
+        return ChainReport.from_json(history)
 
     def import_version(self, version: Version, content: bytes | None) -> Version:
         encoded = None if content is None else base64.b64encode(content).decode("ascii")

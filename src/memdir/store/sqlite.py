@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable, Iterator
 
+    from ._chain import ChainReport
+
 __all__ = ["SQLiteStore"]
 
 
@@ -241,6 +243,9 @@ class SQLiteStore(Store):
 
     def prune_history(self, before: float) -> int:
         return self._index.prune(before)
+
+    def verify_chain(self) -> ChainReport:
+        return self._index.chain_report()
 
     def namespaces(self) -> list[str]:
         return self._index.namespaces()

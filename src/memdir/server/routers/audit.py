@@ -65,8 +65,7 @@ def _iso(raw: str) -> float:
 
 async def integrity(call: Call) -> Response:
     def check(store: GatedStore) -> dict[str, Any]:
-        found = verify(store.inner)
-        return {"ok": not found, "files": store.usage().files, "discrepancies": [d.to_json() for d in found]}
+        return verify(store).to_json()
 
     return json_response(await call.run(check))
 
@@ -98,7 +97,8 @@ ENDPOINTS = (
         "/v1/verify",
         integrity,
         "verifyIntegrity",
-        "Recompute every file's SHA-256 and report what changed outside memdir (`memdir verify`)",
+        "Check every file against its history, and the history and audit log against their hash chains "
+        "(`memdir verify`)",
         "audit",
         responses={"200": json_doc(ref("Integrity"), "Whether all files match their history, and what does not.")},
     ),

@@ -13,6 +13,9 @@
 
 (() => {
   const TOKEN_KEY = "memdir.token";
+  // `memdir serve --claude-code`: the directories and their tokens, kept like the token (this tab only).
+  const CLAUDE_KEY = "memdir.claude-code";
+  const HUB = "claude-code";
   const SOURCE = "web page";
   const state = {
     namespace: "",
@@ -135,6 +138,12 @@
     return sessionStorage.getItem(TOKEN_KEY) || "";
   }
 
+  // The one place the page keeps anything: this tab's sessionStorage (the token; with --claude-code, the
+  // directories' tokens too).
+  function keep(key, value) {
+    sessionStorage.setItem(key, value);
+  }
+
   // A memory path as the memory tool's rules see it (memdir.paths), as far as a URL is concerned: /memories or
   // below it, no empty, "." or ".." segment, no hidden name, no control character. The server checks every path
   // again with all its rules (look-alikes, encodings, lengths); this check is what keeps a request on its endpoint.
@@ -197,8 +206,9 @@
       return;
     }
     try {
-      const who = await api("GET", "/v1/whoami", { token: given });
-      sessionStorage.setItem(TOKEN_KEY, given);
+      let who = await api("GET", "/v1/whoami", { token: given });
+      if (who.namespace === HUB) who = await claudeSignIn(given);
+      else keep(TOKEN_KEY, given);
       input.value = "";
       start(who);
     } catch (error) {
@@ -210,6 +220,7 @@
 
   function signOut(reason) {
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(CLAUDE_KEY);
     state.tree = null;
     state.file = null;
     state.dirty = false;
@@ -225,6 +236,7 @@
     state.namespace = who.namespace;
     $("namespace").textContent = who.namespace;
     $("namespace").title = "Namespace " + who.namespace + " (token " + who.token_id + ")";
+    showPicker();
     $("signin").hidden = true;
     $("app").hidden = false;
     render();
@@ -432,6 +444,7 @@
     search: showSearch,
     review: showReview,
     audit: showAudit,
+    "claude-code": showClaudeCode,
   };
 
   async function render() {
@@ -452,6 +465,7 @@
       if (link.dataset.nav === section) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
+    if (params.get("ns") && params.get("ns") !== state.namespace && !(await switchTo(params.get("ns")))) return;
     const refused = pathRefusal(params);
     state.current = refused ? null : params.get("p");
     if (state.current) revealInTree(state.current);
@@ -830,6 +844,7 @@
     const query = params.get("q") || "";
     $("search").value = query;
     if (!query.trim()) return [heading("Search"), h("p", { class: "muted" }, "Type in the search box (press / to go there).")];
+    if (claude()) return searchEverywhere(query);
     const found = await api("GET", "/v1/search?" + new URLSearchParams({ q: query, limit: "20" }));
     const results = found.hits.map((hit) => searchHit(hit, query));
     return [
@@ -856,6 +871,122 @@
     if (!words.length) return text;
     const pattern = new RegExp("(" + words.join("|") + ")", "giu");
     return text.split(pattern).map((part, i) => (i % 2 ? h("mark", {}, part) : part));
+  }
+
+  // -- Claude Code: one namespace per memory directory ----------------------------------------------------------
+  //
+  // The sign-in token of `memdir serve --claude-code` opens no memory: exchanged once (POST /v1/claude-code/sign-in),
+  // it gives each directory's own token. The picker switches which one the page uses; every request still carries
+  // exactly one namespace's token. Search asks every directory, each with its token, and merges the hits.
+
+  function claude() {
+    try {
+      return JSON.parse(sessionStorage.getItem(CLAUDE_KEY) || "null");
+    } catch {
+      return null;
+    }
+  }
+
+  async function claudeSignIn(hub) {
+    const found = await api("POST", "/v1/claude-code/sign-in", { token: hub });
+    if (!found.namespaces.length) throw new ApiError(404, "not_found", "This server has no Claude Code memory directory to show.");
+    keep(CLAUDE_KEY, JSON.stringify({ hub, namespaces: found.namespaces }));
+    keep(TOKEN_KEY, found.namespaces[0].token);
+    return api("GET", "/v1/whoami");
+  }
+
+  function directoryOf(namespace) {
+    const known = claude();
+    return known ? known.namespaces.find((d) => d.namespace === namespace) : undefined;
+  }
+
+  function showPicker() {
+    const known = claude();
+    const old = $("namespace-picker");
+    if (old) old.parentElement.remove();
+    if (!known) {
+      $("namespace").hidden = false;
+      return;
+    }
+    const select = h("select", { id: "namespace-picker", onchange: (event) => switchTo(event.target.value).then((ok) => ok && (location.hash = route("files"))) },
+      known.namespaces.map((d) => h("option", { value: d.namespace, selected: d.namespace === state.namespace, title: d.label }, d.name)));
+    $("namespace").hidden = true;
+    $("namespace").before(h("label", { class: "picker" }, h("span", { class: "visually-hidden" }, "Memory directory"), select));
+    if (!document.querySelector('[data-nav="claude-code"]')) {
+      $("search-form").previousElementSibling.prepend(h("a", { href: route("claude-code"), "data-nav": "claude-code" }, "Claude Code"));
+    }
+  }
+
+  // Use the token of ``namespace`` from now on; false (and a notice) when this tab does not have it.
+  async function switchTo(namespace) {
+    const directory = directoryOf(namespace);
+    if (!directory) {
+      toast("This tab has no token for " + namespace + ".");
+      return false;
+    }
+    if (state.dirty && !window.confirm("Leave this edit? Your unsaved changes will be lost.")) return false;
+    state.dirty = false;
+    keep(TOKEN_KEY, directory.token);
+    state.namespace = namespace;
+    state.tree = null;
+    state.file = null;
+    state.expanded = new Set(["/memories"]);
+    $("namespace").textContent = namespace;
+    $("namespace-picker").value = namespace;
+    await refreshTree();
+    return true;
+  }
+
+  async function showClaudeCode() {
+    const known = claude();
+    if (!known) return [heading("Claude Code"), h("p", { class: "muted" }, "Sign in with the token `memdir serve --claude-code` prints.")];
+    const report = await api("GET", "/v1/claude-code/status", { token: known.hub });
+    return [
+      heading("Claude Code memory"),
+      h("p", { class: "muted" }, report.directories.length + " directories in " + report.config +
+        ". Claude Code loads the first 200 lines or 25 KB of each MEMORY.md; the rest waits in topic files."),
+      report.notes.length ? h("div", { class: "notice" }, h("strong", {}, "Settings: "), h("ul", {}, report.notes.map((n) => h("li", {}, n)))) : null,
+      h("div", { class: "results" }, report.directories.map(directoryCard)),
+    ];
+  }
+
+  function directoryCard(d) {
+    const index = d.index;
+    const load = !index ? chip("no MEMORY.md")
+      : index.whole ? chip("MEMORY.md loads whole", "ok")
+      : chip("MEMORY.md: lines " + (index.loaded_lines + 1) + "–" + index.lines + " not loaded", "warn");
+    return h("article", { class: "card result", "data-namespace": d.namespace },
+      h("h2", {}, h("a", { href: route("files", { ns: d.namespace }), title: d.label }, d.name)),
+      h("div", { class: "muted small" }, d.label),
+      h("div", { class: "muted small mono" }, d.directory),
+      h("div", { class: "chips" }, chip(d.files + (d.files === 1 ? " file" : " files")), chip(bytes(d.bytes)),
+        d.last_change ? chip("changed " + ago(d.last_change)) : null, load,
+        d.secrets.length ? chip(d.secrets.length + (d.secrets.length === 1 ? " secret" : " secrets"), "bad") : null,
+        d.frontmatter.length ? chip(d.frontmatter.length + " frontmatter " + (d.frontmatter.length === 1 ? "problem" : "problems"), "warn") : null),
+      index && !index.whole ? h("p", { class: "small" }, "Lines " + (index.loaded_lines + 1) + "–" + index.lines +
+        " of MEMORY.md never reach a session. Move the detail into topic files and keep one short line per note.") : null,
+      d.secrets.length || d.frontmatter.length ? h("ul", { class: "findings" },
+        d.secrets.map((p) => h("li", {}, h("strong", {}, "secret: "), h("a", { href: route("file", { ns: d.namespace, p: "/memories/" + p.path, line: p.line + "-" + p.line }) }, p.path), " line " + p.line + ": " + p.what)),
+        d.frontmatter.map((p) => h("li", {}, h("strong", {}, "note: "), h("a", { href: route("file", { ns: d.namespace, p: "/memories/" + p.path }) }, p.path), ": " + p.what))) : null);
+  }
+
+  async function searchEverywhere(query) {
+    const known = claude();
+    const asked = known.namespaces.map((d) =>
+      api("GET", "/v1/search?" + new URLSearchParams({ q: query, limit: "20" }), { token: d.token })
+        .then((found) => found.hits.map((hit) => ({ ...hit, directory: d })), () => []));
+    const hits = (await Promise.all(asked)).flat().sort((a, b) => b.score - a.score).slice(0, 30);
+    return [
+      heading("Search"),
+      h("p", { class: "muted", role: "status" }, hits.length ? hits.length + (hits.length === 1 ? " passage matches " : " passages match ") : "Nothing matches ",
+        h("strong", {}, query), " in " + known.namespaces.length + " memory directories."),
+      h("div", { class: "results" }, hits.map((hit) => {
+        const card = searchHit(hit, query);
+        card.querySelector("a").setAttribute("href", route("file", { ns: hit.directory.namespace, p: hit.path, line: hit.first_line + "-" + hit.last_line }));
+        card.querySelector("h2").append(" ", chip(hit.directory.name, "accent"));
+        return card;
+      })),
+    ];
   }
 
   // -- review ----------------------------------------------------------------------------------------------------
@@ -983,16 +1114,36 @@
         h("td", { class: "findings" }, e.detail || "–")))));
   }
 
+  function chainName(chain) {
+    return chain.log === "history" ? "History" : "Audit log";
+  }
+
+  // One line per hash chain, as `memdir verify` prints it: what was checked, whether it is intact, its head.
+  function chainSummary(chain) {
+    const noun = chain.log === "history" ? "version" : "entry";
+    const state = chain.ok ? "intact" : chain.breaks.length + " breaks, the first at " + noun + " " + chain.breaks[0].first;
+    const notes = (chain.checked < chain.entries ? "; " + (chain.entries - chain.checked) + " from before the chain, not checked" : "")
+      + (chain.pruned ? "; " + chain.pruned + " pruned" : "");
+    const counted = chain.entries + " " + (chain.entries === 1 ? noun : noun === "entry" ? "entries" : "versions");
+    return chainName(chain) + ": " + counted + notes
+      + " — " + state + (chain.head ? " (head " + chain.head.slice(0, 16) + "…)" : "") + ".";
+  }
+
   async function checkIntegrity(event) {
     const button = event.currentTarget;
     button.disabled = true;
     const box = $("integrity");
     try {
       const found = await api("GET", "/v1/verify");
+      const chains = [found.history, found.audit].filter(Boolean);
+      const problems = found.discrepancies.map((d) => d.problem + " " + d.path + ": " + d.detail)
+        .concat(chains.flatMap((c) => c.breaks.map((b) => b.kind + " " + chainName(c).toLowerCase() + ": " + b.detail)));
+      const summary = [found.discrepancies.length ? found.files + " files checked." : "All " + found.files + " files match their history."]
+        .concat(chains.map(chainSummary));
       box.replaceChildren(found.ok
-        ? h("div", { class: "notice info", role: "status" }, "All " + found.files + " files match their history.")
-        : h("div", { class: "notice bad", role: "alert" }, h("strong", {}, found.discrepancies.length + " problems found:"),
-          h("ul", {}, found.discrepancies.map((d) => h("li", {}, d.problem + " " + d.path + ": " + d.detail)))));
+        ? h("div", { class: "notice info", role: "status" }, summary.map((line) => h("div", {}, line)))
+        : h("div", { class: "notice bad", role: "alert" }, h("strong", {}, problems.length + " problems found:"),
+          h("ul", {}, problems.map((line) => h("li", {}, line))), summary.map((line) => h("div", {}, line))));
     } catch (error) {
       box.replaceChildren(failure(error, "Integrity check failed"));
     } finally {
