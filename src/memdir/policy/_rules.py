@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["END", "START", "Rule", "at_hint", "back_over", "before", "entropy", "looks_random", "placeholder", "random_group", "word_start"]
+__all__ = ["END", "START", "Rule", "at_hint", "back_over", "before", "entropy", "has_marker", "looks_random", "placeholder", "random_group", "word_start"]
 
 # A token's edges: not a letter or digit on either side. Not `\b`: `_` and `-` are word or token characters, and
 # a token glued after one (`AWS_ID=AKIA..._prod`, `key-ghp_...`) is as much a secret as one standing alone.
@@ -53,6 +53,9 @@ class Rule:
     # that took part (a value inside double, single or back quotes, or bare).
     group: str | int | tuple[str, ...] = 0
     multiline: bool = False  # a match can span lines (else it lies within one line)
+    # A rule that names a secret only when no rule of a known kind does (a key word's value that is also a
+    # GitLab token is named as a GitLab token, even where the value runs on).
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         if not self.hints and self.gate is None and self.places is None:
@@ -111,10 +114,24 @@ _MARKERS = ("xxxx", "****", "....", "…", "example", "placeholder", "redacted",
             "fake", "0000000", "1234567", "abcdefg", "replace", "insert", "here")  # fmt: skip
 
 
-def placeholder(value: str) -> bool:
-    """Whether ``value`` is a documented stand-in rather than a credential."""
+def has_marker(value: str) -> bool:
+    """Whether ``value`` holds one of the strings found in documented stand-ins (``xxxx``, ``example``...)."""
     low = value.lower()
     return any(marker in low for marker in _MARKERS)
+
+
+def placeholder(value: str) -> bool:
+    """Whether ``value`` is a documented stand-in rather than a credential: it holds a marker, and without the
+    markers no run of 16 letters or digits is left (a real key glued to ``/xxxx`` is still a real key)."""
+    if not has_marker(value):
+        return False
+    low = value.lower()
+    for marker in _MARKERS:
+        low = low.replace(marker, " ")
+    return max(map(len, _RUNS.findall(low)), default=0) < 16
+
+
+_RUNS = re.compile(r"[a-z0-9]+")
 
 
 def looks_random(value: str, minimum_bits: float = 0.0) -> bool:

@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ._cards import card_check, may_be_card
-from ._rules import END, START, Rule, at_hint, back_over, looks_random, placeholder, word_start
+from ._rules import END, START, Rule, at_hint, back_over, has_marker, looks_random, placeholder, word_start
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -62,8 +62,19 @@ def _url_token(match: re.Match[str]) -> bool:
     return looks_random(match.group("secret"), 3.0)
 
 
-# A URL's scheme, before its `://`.
-_scheme_start = back_over("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-", 21)
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_back_over_scheme = back_over("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-", 21)
+
+
+def _scheme_start(text: str, pos: int) -> int | None:
+    """Where the URL whose ``://`` is at ``pos`` starts: its scheme, which starts with a letter (``.postgres://``
+    and ``-https://`` are URLs glued after a dot or a dash)."""
+    start = _back_over_scheme(text, pos)
+    if start is None:
+        return None
+    while start < pos and text[start] not in _LETTERS:
+        start += 1
+    return start if start < pos else None
 
 
 # -- key words ----------------------------------------------------------------------------------------------------
@@ -152,15 +163,16 @@ def _value(match: re.Match[str]) -> tuple[str, bool]:
 
 
 def _looks_assigned(value: str, quoted: bool) -> bool:
-    """What every assigned secret is not: a reference, a template, a placeholder, a number, a sentence."""
-    if not value or value[0] in "$%{<[(*" or any(c in value for c in " \t<>{}()") or placeholder(value):
+    """What every assigned secret is not: a reference, a template, a number, a sentence (a placeholder: checked by
+    the kind's own test)."""
+    if not value or value[0] in "$%{<[(*" or any(c in value for c in " \t<>{}()"):
         return False
     if value.lower() in _VALUE_WORDS or value.isdigit():
         return False
     return quoted or not _REFERENCE.fullmatch(value)
 
 
-def _secret_value(value: str) -> bool:
+def _generated_key(value: str) -> bool:
     """A generated key: long enough, letters and digits (or long and varied), no runs of one character."""
     if len(value) < 12 or _REFERENCE.fullmatch(value):
         return False
@@ -171,7 +183,7 @@ def _secret_value(value: str) -> bool:
 
 def _password_value(value: str, quoted: bool) -> bool:
     """A password people chose: six characters or more, and (unquoted) a digit, a symbol or mixed case."""
-    if not 6 <= len(value) <= 128:
+    if not 6 <= len(value) <= 128 or has_marker(value):
         return False
     if quoted:
         return not re.fullmatch(r"[a-z]+", value) or len(value) >= 8
@@ -184,18 +196,25 @@ def _assigned(kind: str) -> Callable[[re.Match[str]], bool]:
         if _kind_of_name(parts) != kind:
             return False
         value, quoted = _value(match)
-        if not _looks_assigned(value, quoted):
+        if not _looks_assigned(value, quoted) or _cut_short(match, value, quoted):
             return False
-        return _password_value(value, quoted) if kind == "password" else _secret_value(value)
+        return _password_value(value, quoted) if kind == "password" else _generated_key(value)
 
     return check
+
+
+def _cut_short(match: re.Match[str], value: str, quoted: bool) -> bool:
+    """A value shown cut short (``sk-ant-api03-...``) is a stand-in, unless what is shown is a key itself."""
+    return not quoted and match.string.startswith("..", match.end("bare")) and placeholder(value + "...")
 
 
 # A name, a closing quote or bracket, an assignment (`=`, `:`, `:=`, `=>`; not `==`), a value quoted or bare.
 _ASSIGNMENT = re.compile(
     r"(?P<key>[A-Za-z0-9_.\-]{1,64})[\"'`\]]{0,2}[ \t]{0,3}(?::=|=>|=(?!=)|:(?![:/]))[ \t]{0,5}"
     r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|`(?P<bq>[^`\n]{1,256})`"
-    r"|(?P<bare>[^\s\"'`,;()\[\]{}<>]{1,256})(?![(\[{]))"
+    # Bare: up to the next parameter (`&page=2`) or an ellipsis, leaving out the dots that end a sentence.
+    r"|(?P<bare>(?:[^\s\"'`,;()\[\]{}<>&.]|\.(?!\.)|&(?!\w+=)){1,256}?)"
+    r"(?=\.*(?:[\s\"'`,;()\[\]{}<>]|&\w+=|$)|\.\.)(?![(\[{]))"
 )
 _VALUE = ("dq", "sq", "bq", "bare")
 _SECRET_HINTS = ("key", "token", "secret", "auth", "cred", "bearer", "passphrase")
@@ -232,11 +251,11 @@ KEYED_RULES: tuple[Rule, ...] = (
     Rule("password-in-url", "a password in a URL",
          re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,20}://(?P<user>[^\s:/?#@\"'<>\[\]]*):"
                     r"(?P<secret>[^\s/?#@\"'<>]+)@(?=[\w\-\[])"),
-         ("://",), anchor=_scheme_start, accept=_url_password, group="secret"),
+         ("://",), anchor=_scheme_start, accept=_url_password, group="secret", fallback=True),
     # `https://TOKEN@github.com/acme/app.git`: a token as the whole user part.
     Rule("token-in-url", "a token in a URL",
          re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]{0,20}://(?P<secret>[A-Za-z0-9_\-.~%]{20,})@(?=[\w\-\[])"),
-         ("://",), anchor=_scheme_start, accept=_url_token, group="secret"),
+         ("://",), anchor=_scheme_start, accept=_url_token, group="secret", fallback=True),
     Rule("authorization-header", "a credential in an Authorization header",
          re.compile(r"(?i:(?:proxy-)?authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:bearer|basic|token|apikey)[ \t]+"
                     r"(?P<secret>[A-Za-z0-9+/=._~\-]{16,})"),
@@ -245,11 +264,12 @@ KEYED_RULES: tuple[Rule, ...] = (
     # ~/.netrc: `machine HOST login USER password SECRET`.
     Rule("netrc-password", "a password in a .netrc entry",
          re.compile(r"(?i:login)[ \t]+\S+[ \t]+(?i:password)[ \t]+(?P<secret>\S+)"), ("login",), fold=True,
-         anchor=at_hint, accept=lambda m: _looks_assigned(m.group("secret"), False), group="secret"),
+         anchor=at_hint, accept=lambda m: _looks_assigned(m.group("secret"), False) and _password_value(m.group("secret"), False),
+         group="secret"),
     Rule("generic-secret", "a secret value assigned to a key, token or secret name", _ASSIGNMENT, _SECRET_HINTS,
-         fold=True, anchor=word_start, accept=_assigned("secret"), group=_VALUE),
+         fold=True, anchor=word_start, accept=_assigned("secret"), group=_VALUE, fallback=True),
     Rule("password", "a password assigned in configuration or code", _ASSIGNMENT, _PASSWORD_HINTS, fold=True,
-         anchor=word_start, accept=_assigned("password"), group=_VALUE),
+         anchor=word_start, accept=_assigned("password"), group=_VALUE, fallback=True),
     Rule("card-number", "a payment card number",
          # The look-behind after the first digit, not before it: a pattern that starts with a digit lets the
          # engine skip ahead to the next digit instead of trying every position (twice as fast on prose).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ._rules import END, START, Rule, at_hint, before, random_group
+from ._rules import END, START, Rule, at_hint, before, looks_random, random_group
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,7 +33,23 @@ def _token(
     bits: float = 0.0,
 ) -> Rule:
     return Rule(name, detail, re.compile(f"{START}(?:{expression}){END}"), hints, anchor=anchor,
-                accept=random_group(0, bits))  # fmt: skip
+                accept=_generated(re.compile(f"(?:{expression})"), bits))  # fmt: skip
+
+
+def _generated(token: re.Pattern[str], bits: float) -> Callable[[re.Match[str]], bool]:
+    """A token rule's check: the token looks generated. A token's alphabet often holds `_`, `-` or `.`, so a
+    match can run on into what is glued after it (`glpat-..._prod`, `..._xxxx`): where the whole does not look
+    generated, a shorter token cut at one of those that the expression still matches may."""
+
+    def check(match: re.Match[str]) -> bool:
+        value = match.group(0)
+        while not looks_random(value, bits):
+            cut = max(value.rfind("_"), value.rfind("-"), value.rfind("."))
+            if cut <= 0 or not token.fullmatch(value := value[:cut]):
+                return False
+        return True
+
+    return check
 
 
 _B64URL = "A-Za-z0-9_\\-"

@@ -123,9 +123,15 @@ def _matches(text: str, lines: tuple[int, int] | None) -> Iterator[tuple[int, Se
                 yield order, SecretMatch(rule.name, offset + start, offset + end, rule.detail, reach)
 
 
+def _rank(item: tuple[int, SecretMatch]) -> tuple[int, bool, int, int]:
+    order, match = item
+    return match.start, SECRET_RULES[order].fallback, match.start - match.end, order
+
+
 def find_secrets(text: str, lines: tuple[int, int] | None = None) -> list[SecretMatch]:
     """Every secret in ``text``, in order, without overlaps: of overlapping matches, the one starting first wins,
-    then the longest, then the rule listed first (a service account's key is named as such, not as a PEM key).
+    then one of a known kind over a fallback rule's (`Rule.fallback`), then the longest, then the rule listed first
+    (a service account's key is named as such, not as a PEM key).
 
     ``lines`` (start, end offsets at line boundaries): look only there, except for the rules whose matches can
     span lines (PEM keys), which read the whole text: an edit inside a key block completes the whole block.
@@ -134,7 +140,7 @@ def find_secrets(text: str, lines: tuple[int, int] | None = None) -> list[Secret
     nothing new and changes nothing."""
     labels = [m.span() for m in _LABEL.finditer(text)] if "[REDACTED:" in text else []
     found: list[SecretMatch] = []
-    ranked = sorted(_matches(text, lines), key=lambda item: (item[1].start, item[1].start - item[1].end, item[0]))
+    ranked = sorted(_matches(text, lines), key=_rank)
     for _, match in ranked:
         if found and match.start < found[-1].end:
             continue
