@@ -196,7 +196,7 @@ def _assigned(kind: str) -> Callable[[re.Match[str]], bool]:
         if _kind_of_name(parts) != kind:
             return False
         value, quoted = _value(match)
-        if not _looks_assigned(value, quoted) or _cut_short(match, value, quoted):
+        if not _looks_assigned(value, quoted) or (kind == "secret" and _cut_short(match, value, quoted)):
             return False
         return _password_value(value, quoted) if kind == "password" else _generated_key(value)
 
