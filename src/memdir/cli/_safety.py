@@ -6,11 +6,12 @@ import datetime as dt
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, BinaryIO
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MemdirError
 from ..paths import parse
 from ..policy.audit import audit_log
 from ..policy.config import load_policy, parse_duration
@@ -18,38 +19,87 @@ from ..policy.integrity import verify as verify_store
 from ..policy.quarantine import Quarantine
 from ..policy.retention import apply as apply_gc
 from ..policy.retention import plan as plan_gc
+from ..policy.sweep import Located, sweep, texts_in_paths, texts_in_store
+from ..store import open_store, url_scheme
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, iso, plural, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..policy.quarantine import HeldWrite
     from ..policy.retention import GcPlan
 
 _ACTS = frozenset({"redact", "quarantine", "block"})
 
 
+class _ScanError(click.ClickException):
+    """What `memdir scan` could not read: exit 2, so a hook tells "found something" (1) from "could not look"."""
+
+    exit_code = 2
+
+
 @cli.command()
-@click.argument("file", type=click.File("rb"), default="-")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per finding (file, line, kind, rule, preview...).")
+@click.option("--secrets-only", is_flag=True, help="Report secrets only, not injected instructions.")
 @click.option("--untrusted", is_flag=True, help="Judge the text as untrusted content (policy.untrusted_injection).")
 @pass_context
 @fail_cleanly
-def scan(state: Context, file: BinaryIO, untrusted: bool) -> None:
-    """Check text for secrets and injected instructions; print each finding as JSON.
+def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bool, untrusted: bool) -> None:
+    """Check files, directories or a store for secrets and injected instructions.
 
-    FILE defaults to standard input. One JSON object per line (kind, rule, action, span, line, detail); the
-    actions are the [policy] settings' for the namespace. Exits 1 when anything would be redacted, quarantined
-    or blocked, 0 when the text is clean (or only warned about).
+    PATH is a file, a directory (every text file below it, hidden names left out), a store URL (sqlite:...,
+    postgresql://..., http://...: every file in the store's namespace) or `-` for standard input (the default).
+    Each finding is listed as FILE:LINE: KIND:RULE (ACTION) and its line, the secret masked: a secret itself is
+    never printed. Exits 1 when anything is found, 0 when nothing is, 2 when a PATH cannot be read.
 
     Example:
 
-        memdir scan notes.md && echo clean
+        memdir scan notes/ && echo clean
+        memdir scan --secrets-only $(git diff --cached --name-only)
     """
-    text = file.read().decode("utf-8", "replace")
-    findings = load_policy(state.namespace).write.findings(text, untrusted=untrusted)
-    for finding in findings:
-        click.echo(json.dumps(finding.to_json(), ensure_ascii=False))
-    if any(f.action in _ACTS for f in findings):
+    policy = load_policy(state.namespace).write
+    found = False
+    try:
+        for item in sweep(_texts(paths or ("-",), state.namespace), policy, untrusted=untrusted, secrets_only=secrets_only):
+            found = True
+            click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
+    except (OSError, MemdirError) as exc:
+        raise _ScanError(_unreadable(exc)) from None
+    if found:
         sys.exit(1)
+
+
+def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
+    """(name, text) for each PATH: standard input, a store (a URL with a scheme), or files on disk."""
+    for path in paths:
+        if path == "-":
+            with click.open_file("-", "rb") as stdin:
+                yield "-", stdin.read().decode("utf-8", "replace")
+        elif url_scheme(path) is not None:
+            store = open_store(path, namespace=namespace)
+            try:
+                yield from texts_in_store(store)
+            finally:
+                store.close()
+        else:
+            if not Path(path).exists():
+                raise FileNotFoundError(f"{path}: no such file or directory")
+            yield from texts_in_paths([Path(path)])
+
+
+def _scan_line(item: Located) -> str:
+    f = item.finding
+    return f"{item.where}:{f.line}: {f.kind}:{f.rule} ({f.action})  {item.preview}"
+
+
+def _unreadable(exc: OSError | MemdirError) -> str:
+    if isinstance(exc, FileNotFoundError) and exc.args and isinstance(exc.args[0], str) and exc.filename is None:
+        return exc.args[0]
+    if isinstance(exc, OSError):
+        return f"{exc.filename or 'input'}: {exc.strerror or 'cannot be read'}"
+    return str(exc).removeprefix("Error: ")
 
 
 @cli.group(invoke_without_command=True)
