@@ -116,9 +116,9 @@ def main() -> None:
 
     planted, negatives = build(args.seed, args.per_cell, args.per_family)
     texts = [p.text for p in planted] + [t for _, t in negatives]
-    print(f"corpus: {len(planted)} planted credentials ({len({p.kind for p in planted})} kinds x "
-          f"{len({p.context for p in planted})} contexts), {len(negatives)} look-alikes ({len({f for f, _ in negatives})}"
-          f" families), seed {args.seed}\n")  # fmt: skip
+    kinds, contexts, families = ({p.kind for p in planted}, {p.context for p in planted}, {f for f, _ in negatives})
+    print(f"corpus: {len(planted)} planted credentials ({len(kinds)} kinds x {len(contexts)} contexts), "
+          f"{len(negatives)} look-alikes ({len(families)} families), seed {args.seed}\n")  # fmt: skip
 
     ours = [memdir_found(p) for p in planted]
     fps = [(family, text) for family, text in negatives if find_secrets(text)]
@@ -137,7 +137,7 @@ def main() -> None:
     for name, (hits, flagged) in columns.items():
         speed = speeds.get(name) or speeds["memdir (memdir.scan)"]
         print(f"| {name} | {_pct(sum(hits), len(hits))} | {_pct(sum(flagged), len(flagged))} | {speed:,.0f} |")
-    print(f"\nspeed: " + ", ".join(f"{k} {v:,.0f} texts/s" for k, v in speeds.items()))
+    print("\nspeed: " + ", ".join(f"{k} {v:,.0f} texts/s" for k, v in speeds.items()))
     _per_kind(planted, ours, columns)
     _per_family(negatives, columns)
     if args.show_misses:
@@ -154,7 +154,9 @@ def _peer(disabled: bool) -> Peer | None:
         return None
 
 
-def _per_kind(planted: list[Planted], ours: list[tuple[bool, str]], columns: dict[str, tuple[list[bool], list[bool]]]) -> None:
+def _per_kind(
+    planted: list[Planted], ours: list[tuple[bool, str]], columns: dict[str, tuple[list[bool], list[bool]]]
+) -> None:
     kinds = sorted({p.kind for p in planted})
     print("\n| kind | " + " | ".join(columns) + " | named by memdir as |\n|---|" + "---|" * (len(columns) + 1))
     for kind in kinds:
@@ -169,7 +171,9 @@ def _per_family(negatives: list[tuple[str, str]], columns: dict[str, tuple[list[
     print("\n| look-alikes | " + " | ".join(f"{c} FP" for c in columns) + " |\n|---|" + "---|" * len(columns))
     for family in families:
         rows = [i for i, (f, _) in enumerate(negatives) if f == family]
-        print(f"| {family} | " + " | ".join(_pct(sum(columns[c][1][i] for i in rows), len(rows)) for c in columns) + " |")
+        print(
+            f"| {family} | " + " | ".join(_pct(sum(columns[c][1][i] for i in rows), len(rows)) for c in columns) + " |"
+        )
 
 
 def _show(planted: list[Planted], ours: list[tuple[bool, str]], fps: list[tuple[str, str]], count: int) -> None:

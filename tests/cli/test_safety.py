@@ -19,7 +19,10 @@ def test_scan_lists_findings_with_file_line_kind_and_a_masked_preview(run: Run, 
     note = tmp_path / "note.md"
     note.write_text(f"hello\nkey {KEY}\n")
     result = run("scan", str(note))
-    assert (result.exit_code, result.stdout) == (1, f"{note}:2: secret:aws-access-key (redact)  key AKIA****(20 chars)\n")
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"{note}:2: secret:aws-access-key (redact)  key AKIA****(20 chars)\n",
+    )
     assert KEY not in result.stdout
 
 

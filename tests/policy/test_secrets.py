@@ -4,6 +4,7 @@ look-alikes closest to it (documented placeholders, a token glued inside a word,
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import string
@@ -76,8 +77,9 @@ TOKENS: dict[str, Callable[[random.Random], str]] = {
     "slack-token": lambda r: f"xoxb-{r.randrange(10**11)}-{r.randrange(10**12)}-{_s(r, _A, 24)}",
     "slack-webhook": lambda r: f"hooks.slack.com/services/T{_s(r, _A, 10)}/B{_s(r, _A, 10)}/{_s(r, _A, 24)}",
     "discord-webhook": lambda r: f"discord.com/api/webhooks/{r.randrange(10**17, 10**18)}/{_s(r, _A + _U, 68)}",
-    "teams-webhook": lambda r: f"webhook.office.com/webhookb2/{_s(r, _H, 8)}-{_s(r, _H, 4)}@{_s(r, _H, 36)}/"
-    f"IncomingWebhook/{_s(r, _H, 32)}",
+    "teams-webhook": lambda r: (
+        f"webhook.office.com/webhookb2/{_s(r, _H, 8)}-{_s(r, _H, 4)}@{_s(r, _H, 36)}/IncomingWebhook/{_s(r, _H, 32)}"
+    ),
     "twilio-api-key": lambda r: "SK" + _s(r, _H, 32),
     "sendgrid-api-key": lambda r: f"SG.{_s(r, _A + _U, 22)}.{_s(r, _A + _U, 43)}",
     "mailgun-api-key": lambda r: "key-" + _s(r, _H, 32),
@@ -96,11 +98,13 @@ TOKENS: dict[str, Callable[[random.Random], str]] = {
     "artifactory-token": lambda r: "AKCp" + _s(r, _A, 69),
     "clojars-token": lambda r: "CLOJARS_" + _s(r, string.ascii_lowercase + string.digits, 60),
     "jwt": lambda r: "eyJhbGciOiJIUzI1NiJ9.eyJ" + _s(r, _A, 40) + "." + _s(r, _A + _U, 43),
-    "discord-bot-token": lambda r: base64.b64encode(str(r.randrange(10**17, 10**18)).encode()).decode().rstrip("=")
-    + f".{_s(r, _A, 6)}.{_s(r, _A + _U, 38)}",
+    "discord-bot-token": lambda r: (
+        base64.b64encode(str(r.randrange(10**17, 10**18)).encode()).decode().rstrip("=")
+        + f".{_s(r, _A, 6)}.{_s(r, _A + _U, 38)}"
+    ),
     "telegram-bot-token": lambda r: f"{r.randrange(10**8, 10**9)}:AA{_s(r, _A + _U, 33)}",
 }
-_TOKEN_KIND = _corpus.Kind("token", "API_TOKEN", lambda r: ("", ""))
+_TOKEN_KIND = _corpus.Kind("token", "API_TOKEN", lambda _r: ("", ""))
 
 
 def test_every_rule_has_its_own_test() -> None:
@@ -150,9 +154,11 @@ def _prefix_length(token: str) -> int:
 
 # -- the rules that read what is around a secret --------------------------------------------------------------------
 
-PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(
-    base64.b64encode(random.Random(1).randbytes(48)).decode() for _ in range(4)
-) + "\n-----END RSA PRIVATE KEY-----"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    + "\n".join(base64.b64encode(random.Random(1).randbytes(48)).decode() for _ in range(4))
+    + "\n-----END RSA PRIVATE KEY-----"
+)
 SERVICE_ACCOUNT = json.dumps({"type": "service_account", "private_key": PEM.replace("RSA ", "") + "\n"})
 B64_40 = "Xq3vZt7Lm9Pa2Wc8Rb5Ny1Kd6Hf4Gs0Ej/Tu+oIw"
 POSITIVES: dict[str, list[tuple[str, str]]] = {
@@ -272,22 +278,32 @@ def test_several_secrets_in_one_text_do_not_overlap() -> None:
     text = f"a AKIAQ3EGUSXR7ZPLM4NB b {jwt} c 4111111111111111 d API_KEY=ghp_{'a1B2c3D4e5' * 3}Z9y8X7"
     found = find_secrets(text)
     assert [m.rule for m in found] == ["aws-access-key", "jwt", "card-number", "github-token"]
-    assert all(a.end <= b.start for a, b in zip(found, found[1:], strict=False))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(found))
 
 
 def test_a_label_never_looks_like_a_secret() -> None:
     for rule in {r.name for r in SECRET_RULES}:
         label = f"[REDACTED:{rule}]"
-        for text in (label, f"API_KEY={label}", f"password: {label}", f'token = "{label}"', f"https://u:{label}@h",
-                     f"https://{label}@github.com", f"{label}: Xk29fjQ0s8dLm3nB7vC1zT5w", f"Authorization: Bearer {label}"):
+        for text in (
+            label,
+            f"API_KEY={label}",
+            f"password: {label}",
+            f'token = "{label}"',
+            f"https://u:{label}@h",
+            f"https://{label}@github.com",
+            f"{label}: Xk29fjQ0s8dLm3nB7vC1zT5w",
+            f"Authorization: Bearer {label}",
+        ):
             assert find_secrets(text) == [], text
 
 
 # -- the gates: skipping a rule never loses a match ---------------------------------------------------------------
 
 _HINTS = sorted({h for rule in SECRET_RULES for h in rule.hints})
-_PIECES = st.sampled_from(_HINTS) | st.sampled_from(["=", ": ", '"', "/", "_", "-", " ", "\n", "://", "@", ".", "="]) | (
-    st.text(alphabet=_A + "+/", min_size=1, max_size=40)
+_PIECES = (
+    st.sampled_from(_HINTS)
+    | st.sampled_from(["=", ": ", '"', "/", "_", "-", " ", "\n", "://", "@", ".", "="])
+    | (st.text(alphabet=_A + "+/", min_size=1, max_size=40))
 )
 
 
@@ -314,7 +330,9 @@ def _everywhere(text: str) -> list[tuple[str, int, int]]:
             if match is not None and (rule.accept is None or rule.accept(match)):
                 matches.append((order, *rule.secret_span(match), match.span()))
     kept: list[tuple[str, int, int]] = []
-    for order, start, end, _reach in sorted(matches, key=lambda m: (m[1], SECRET_RULES[m[0]].fallback, m[1] - m[2], m[0])):
+    for order, start, end, _reach in sorted(
+        matches, key=lambda m: (m[1], SECRET_RULES[m[0]].fallback, m[1] - m[2], m[0])
+    ):
         if kept and start < kept[-1][2]:
             continue
         kept.append((SECRET_RULES[order].name, start, end))

@@ -155,7 +155,13 @@ def test_a_token_is_found_wherever_it_sits_in_a_url_or_identifier(tool: MemoryTo
 def test_a_key_word_outside_the_edit_still_counts(tool: MemoryTool) -> None:
     """The value is the edit; its key word sits lines away from nothing else: read with the edit's context."""
     _run(tool, command="create", path="/memories/a.md", file_text="top\nAPI_KEY=\nbottom\n")
-    after = _run(tool, command="str_replace", path="/memories/a.md", old_str="API_KEY=\n", new_str="API_KEY=Xk29fjQ0s8dLm3nB7vC1zT5w\n")
+    after = _run(
+        tool,
+        command="str_replace",
+        path="/memories/a.md",
+        old_str="API_KEY=\n",
+        new_str="API_KEY=Xk29fjQ0s8dLm3nB7vC1zT5w\n",
+    )
     assert after == "top\nAPI_KEY=[REDACTED:generic-secret]\nbottom\n"
     assert CONTEXT_LINES >= 1
 

@@ -41,7 +41,9 @@ class _ScanError(click.ClickException):
 
 @cli.command()
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per finding (file, line, kind, rule, preview...).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per finding (file, line, kind, rule, preview...)."
+)
 @click.option("--secrets-only", is_flag=True, help="Report secrets only, not injected instructions.")
 @click.option("--untrusted", is_flag=True, help="Judge the text as untrusted content (policy.untrusted_injection).")
 @pass_context
@@ -62,7 +64,9 @@ def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bo
     policy = load_policy(state.namespace).write
     found = False
     try:
-        for item in sweep(_texts(paths or ("-",), state.namespace), policy, untrusted=untrusted, secrets_only=secrets_only):
+        for item in sweep(
+            _texts(paths or ("-",), state.namespace), policy, untrusted=untrusted, secrets_only=secrets_only
+        ):
             found = True
             click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
     except (OSError, MemdirError) as exc:

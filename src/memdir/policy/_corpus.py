@@ -9,7 +9,7 @@ Used by the tests (a small corpus, asserting floors on recall and false positive
 from __future__ import annotations
 
 import base64
-import hashlib
+import json
 import random
 import string
 import uuid
@@ -107,8 +107,9 @@ def _jwt(rng: random.Random) -> str:
         return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
     header = part(b'{"alg":"HS256","typ":"JWT"}')
-    claims = part(f'{{"sub":"{rng.randrange(10**9)}","name":"{_s(rng, string.ascii_letters, 8)}","iat":{rng.randrange(10**9, 2 * 10**9)}}}'.encode())  # noqa: E501
-    return f"{header}.{claims}.{part(rng.randbytes(32))}"
+    claims = {"sub": str(rng.randrange(10**9)), "name": _s(rng, string.ascii_letters, 8), "iat": rng.randrange(10**9)}
+    claims_part = part(json.dumps(claims, separators=(",", ":")).encode())
+    return f"{header}.{claims_part}.{part(rng.randbytes(32))}"
 
 
 def _openai(rng: random.Random) -> str:
@@ -136,26 +137,44 @@ KINDS: tuple[Kind, ...] = (
     Kind("aws-secret-key", "aws_secret_access_key", _plain(_mixed(40, _ALNUM + "+/")), keyed=True),
     Kind("google-api-key", "GOOGLE_API_KEY", _plain(lambda r: "AIza" + _s(r, _B64URL, 35))),
     Kind("azure-storage-key", "AZURE_STORAGE_CONNECTION_STRING", _azure_conn),
-    Kind("azure-ad-client-secret", "AZURE_CLIENT_SECRET",
-         _plain(lambda r: f"{_s(r, _ALNUM, 3)}{r.randrange(10)}Q~{_s(r, _ALNUM + '_~.-', 34)}")),
+    Kind(
+        "azure-ad-client-secret",
+        "AZURE_CLIENT_SECRET",
+        _plain(lambda r: f"{_s(r, _ALNUM, 3)}{r.randrange(10)}Q~{_s(r, _ALNUM + '_~.-', 34)}"),
+    ),
     Kind("github-token", "GITHUB_TOKEN", _plain(lambda r: r.choice(["ghp_", "gho_", "ghs_"]) + _s(r, _ALNUM, 36))),
-    Kind("github-fine-grained-token", "GH_TOKEN",
-         _plain(lambda r: f"github_pat_11{_s(r, _UPPER_DIGITS, 20)}_{_s(r, _ALNUM, 59)}")),
+    Kind(
+        "github-fine-grained-token",
+        "GH_TOKEN",
+        _plain(lambda r: f"github_pat_11{_s(r, _UPPER_DIGITS, 20)}_{_s(r, _ALNUM, 59)}"),
+    ),
     Kind("gitlab-token", "GITLAB_TOKEN", _plain(lambda r: r.choice(["glpat-", "gldt-", "glrt-"]) + _s(r, _B64URL, 20))),
-    Kind("slack-token", "SLACK_BOT_TOKEN",
-         _plain(lambda r: f"xox{r.choice('bp')}-{r.randrange(10**10, 10**12)}-{r.randrange(10**12, 10**13)}-"
-                          f"{_s(r, _ALNUM, 24)}")),
+    Kind(
+        "slack-token",
+        "SLACK_BOT_TOKEN",
+        _plain(
+            lambda r: (
+                f"xox{r.choice('bp')}-{r.randrange(10**10, 10**12)}-{r.randrange(10**12, 10**13)}-{_s(r, _ALNUM, 24)}"
+            )
+        ),
+    ),
     Kind("slack-webhook", "SLACK_WEBHOOK_URL", _slack_hook),
     Kind("discord-bot-token", "DISCORD_TOKEN", _plain(_discord_bot)),
     Kind("discord-webhook", "DISCORD_WEBHOOK", _discord_hook),
-    Kind("telegram-bot-token", "TELEGRAM_BOT_TOKEN",
-         _plain(lambda r: f"{r.randrange(10**8, 10**10)}:AA{_s(r, _B64URL, 33)}")),
+    Kind(
+        "telegram-bot-token",
+        "TELEGRAM_BOT_TOKEN",
+        _plain(lambda r: f"{r.randrange(10**8, 10**10)}:AA{_s(r, _B64URL, 33)}"),
+    ),
     Kind("twilio-api-key", "TWILIO_API_KEY", _plain(lambda r: "SK" + _s(r, _HEX, 32))),
     Kind("sendgrid-api-key", "SENDGRID_API_KEY", _plain(lambda r: f"SG.{_s(r, _B64URL, 22)}.{_s(r, _B64URL, 43)}")),
     Kind("mailgun-api-key", "MAILGUN_API_KEY", _plain(lambda r: "key-" + _s(r, _HEX, 32))),
     Kind("mailchimp-api-key", "MAILCHIMP_KEY", _plain(lambda r: f"{_s(r, _HEX, 32)}-us{r.randrange(1, 21)}")),
-    Kind("stripe-key", "STRIPE_SECRET_KEY",
-         _plain(lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + _s(r, _ALNUM, r.choice([24, 99])))),
+    Kind(
+        "stripe-key",
+        "STRIPE_SECRET_KEY",
+        _plain(lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + _s(r, _ALNUM, r.choice([24, 99]))),
+    ),
     Kind("square-token", "SQUARE_ACCESS_TOKEN", _plain(lambda r: "EAAA" + _s(r, _B64URL, 60))),
     Kind("shopify-token", "SHOPIFY_TOKEN", _plain(lambda r: r.choice(["shpat_", "shpss_"]) + _s(r, _HEX, 32))),
     Kind("npm-token", "NPM_TOKEN", _plain(lambda r: "npm_" + _s(r, _ALNUM, 36))),
@@ -172,10 +191,11 @@ KINDS: tuple[Kind, ...] = (
     Kind("generic-secret", "client_secret", _plain(_mixed(24, _ALNUM + "_-")), keyed=True),
     Kind("password", "DB_PASSWORD", _plain(_password), keyed=True),
     Kind("password-prose", "password", _plain(_password), keyed=True),
-)  # fmt: skip
+)
 
 
 # -- contexts -----------------------------------------------------------------------------------------------------
+
 
 def _camel(var: str) -> str:
     first, *rest = var.lower().split("_")
@@ -205,30 +225,66 @@ def _ctx_remote(kind: Kind, value: str) -> str:
     return f"git remote set-url origin https://{value}@github.com/acme/app.git\n"
 
 
+def _ctx_yaml(rng: random.Random, kind: Kind, value: str) -> str:
+    if kind.multiline:
+        shown = "|\n    " + value.replace("\n", "\n    ")
+    else:
+        shown = f"'{value}'" if rng.random() < 0.5 else value
+    return f"service: billing\ncredentials:\n  {kind.var.lower()}: {shown}\n  region: eu-west-1\n"
+
+
+def _ctx_code(language: str) -> Callable[[random.Random, Kind, str], str]:
+    def render(_rng: random.Random, kind: Kind, value: str) -> str:
+        name = kind.var.lower() if language == "python" else _camel(kind.var)
+        if language == "python":
+            return f'KEY = """{value}"""\n' if kind.multiline else f'{name} = "{value}"\nclient = Client({name})\n'
+        return (
+            f"const key = `{value}`;\n"
+            if kind.multiline
+            else f"const {name} = '{value}';\nexport default {{ {name} }};\n"
+        )
+
+    return render
+
+
+def _ctx_glued(glue: str, after: str) -> Callable[[random.Random, Kind, str], str]:
+    """A credential glued after ``glue`` (``ID_ghp_...``), or for a token, sometimes ``after`` glued after it."""
+
+    def render(rng: random.Random, kind: Kind, value: str) -> str:
+        if not kind.keyed and rng.random() < 0.5:
+            return f"token {value}{after} (staging)"
+        return f"token{glue}{_free(kind, value)} (staging)"
+
+    return render
+
+
 CONTEXTS: dict[str, Callable[[random.Random, Kind, str], str]] = {
     "prose": _ctx_prose,
-    "markdown": lambda r, k, v: f"## Deploy notes\n\n- owner: ops\n- credential: `{_free(k, v)}`\n- rotated: 2026-11-02\n",
-    "markdown-table": lambda r, k, v: f"| setting | value |\n|---|---|\n| region | eu-west-1 |\n| {k.var} | {_free(k, v)} |\n",
-    "shell-export": lambda r, k, v: f"# staging\nexport {k.var.upper()}=" + (f'"{v}"' if r.random() < 0.5 else v) + "\n",
-    "dotenv": lambda r, k, v: f"APP_ENV=production\nLOG_LEVEL=info\n{k.var.upper()}={v}\nPORT=8080\n",
-    "json": lambda r, k, v: '{"service": "billing", "' + _camel(k.var) + '": "' + v.replace("\n", "\\n") + '", "retries": 3}',
-    "yaml": lambda r, k, v: f"service: billing\ncredentials:\n  {k.var.lower()}: " + (
-        f"'{v}'" if r.random() < 0.5 and not k.multiline else v if not k.multiline else "|\n    " + v.replace("\n", "\n    ")
-    ) + "\n  region: eu-west-1\n",
-    "python": lambda r, k, v: f'import os\n\n{k.var.lower()} = "{v}"\nclient = Client({k.var.lower()})\n'
-    if not k.multiline else f'KEY = """{v}"""\n',
-    "javascript": lambda r, k, v: f"const {_camel(k.var)} = '{v}';\nexport default {{ {_camel(k.var)} }};\n"
-    if not k.multiline else f"const key = `{v}`;\n",
-    "git-remote-url": lambda r, k, v: _ctx_remote(k, v),
-    "glued-slash": lambda r, k, v: f"stored under vault/{_free(k, v)}/current since Monday",
-    "glued-underscore": lambda r, k, v: r.choice([f"ID_{_free(k, v)} (staging)", f"key {v}_prod" if not k.keyed else f"x_{_free(k, v)}"]),
-    "glued-dash": lambda r, k, v: r.choice([f"token-{_free(k, v)} again", f"token {v}-zz" if not k.keyed else f"x-{_free(k, v)}"]),
-    "glued-equals": lambda r, k, v: f"https://api.example.com/v1/items?page=2&{k.var.lower()}={v}&sort=asc"
-    if not k.multiline else f"KEY={v}",
-    "start-of-text": lambda r, k, v: f"{_free(k, v)} is the one for staging, not prod.",
-    "end-of-text": lambda r, k, v: f"The one for staging, not prod: {_free(k, v)}",
-    "line-3": lambda r, k, v: f"# Ops\n- deploys run from main\n- credential {_free(k, v)}\n- owner: dana\n",
-}  # fmt: skip
+    "markdown": lambda _r, k, v: (
+        f"## Deploy notes\n\n- owner: ops\n- credential: `{_free(k, v)}`\n- rotated: 2026-11-02\n"
+    ),
+    "markdown-table": lambda _r, k, v: (
+        f"| setting | value |\n|---|---|\n| region | eu |\n| {k.var} | {_free(k, v)} |\n"
+    ),
+    "shell-export": lambda r, k, v: (
+        f"# staging\nexport {k.var.upper()}=" + (f'"{v}"' if r.random() < 0.5 else v) + "\n"
+    ),
+    "dotenv": lambda _r, k, v: f"APP_ENV=production\nLOG_LEVEL=info\n{k.var.upper()}={v}\nPORT=8080\n",
+    "json": lambda _r, k, v: json.dumps({"service": "billing", _camel(k.var): v, "retries": 3}),
+    "yaml": _ctx_yaml,
+    "python": _ctx_code("python"),
+    "javascript": _ctx_code("javascript"),
+    "git-remote-url": lambda _r, k, v: _ctx_remote(k, v),
+    "glued-slash": lambda _r, k, v: f"stored under vault/{_free(k, v)}/current since Monday",
+    "glued-underscore": _ctx_glued("_", "_prod"),
+    "glued-dash": _ctx_glued("-", "-zz"),
+    "glued-equals": lambda _r, k, v: (
+        f"KEY={v}" if k.multiline else f"https://api.example.com/v1?page=2&{k.var.lower()}={v}&x=1"
+    ),
+    "start-of-text": lambda _r, k, v: f"{_free(k, v)} is the one for staging, not prod.",
+    "end-of-text": lambda _r, k, v: f"The one for staging, not prod: {_free(k, v)}",
+    "line-3": lambda _r, k, v: f"# Ops\n- deploys run from main\n- credential {_free(k, v)}\n- owner: dana\n",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +309,9 @@ def planted(rng: random.Random, per_cell: int = 1) -> list[Planted]:
                 phrase, secret = kind.make(rng)
                 text = render(rng, kind, phrase)
                 # A key block spans lines: JSON escapes them, YAML indents them.
-                shown = next(s for s in (secret, secret.replace("\n", "\\n"), secret.replace("\n", "\n    ")) if s in text)
+                shown = next(
+                    s for s in (secret, secret.replace("\n", "\\n"), secret.replace("\n", "\n    ")) if s in text
+                )
                 out.append(Planted(kind.name, name, text, shown))
     return out
 
@@ -282,90 +340,185 @@ def _w(rng: random.Random) -> str:
 
 # Each family: what memory files hold that looks most like a credential and is not one.
 NEGATIVES: dict[str, Callable[[random.Random], str]] = {
-    "git-sha": lambda r: r.choice([f"fixed in commit {_sha(r)} (see #{r.randrange(9999)})",
-                                   f"commit {_sha(r)}\nAuthor: Dana <dana@example.com>\n\n    {_w(r)}: retry on 503",
-                                   f'"sha": "{_sha(r)}", "ref": "refs/heads/main"', f"revision: {_sha(r)}",
-                                   f"Merge {_sha(r)[:12]} into {_sha(r)[:12]}"]),
-    "sha256": lambda r: r.choice([f"{_sha(r, 64)}  dist/{_w(r)}-1.4.2.tar.gz", f"checksum: sha256:{_sha(r, 64)}",
-                                  f"image: ghcr.io/acme/{_w(r)}@sha256:{_sha(r, 64)}",
-                                  f'"integrity": "sha512-{_b64(r, 64)}"', f"etag = \"{_sha(r, 32)}\""]),
-    "uuid": lambda r: r.choice([f"request id {_uuid(r)} failed with 502", f'"id": "{_uuid(r)}", "status": "done"',
-                                f"trace-id: {_uuid(r)}", f"correlation_id={_uuid(r)}", f"tenant {_uuid(r)}"]),
+    "git-sha": lambda r: r.choice(
+        [
+            f"fixed in commit {_sha(r)} (see #{r.randrange(9999)})",
+            f"commit {_sha(r)}\nAuthor: Dana <dana@example.com>\n\n    {_w(r)}: retry on 503",
+            f'"sha": "{_sha(r)}", "ref": "refs/heads/main"',
+            f"revision: {_sha(r)}",
+            f"Merge {_sha(r)[:12]} into {_sha(r)[:12]}",
+        ]
+    ),
+    "sha256": lambda r: r.choice(
+        [
+            f"{_sha(r, 64)}  dist/{_w(r)}-1.4.2.tar.gz",
+            f"checksum: sha256:{_sha(r, 64)}",
+            f"image: ghcr.io/acme/{_w(r)}@sha256:{_sha(r, 64)}",
+            f'"integrity": "sha512-{_b64(r, 64)}"',
+            f'etag = "{_sha(r, 32)}"',
+        ]
+    ),
+    "uuid": lambda r: r.choice(
+        [
+            f"request id {_uuid(r)} failed with 502",
+            f'"id": "{_uuid(r)}", "status": "done"',
+            f"trace-id: {_uuid(r)}",
+            f"correlation_id={_uuid(r)}",
+            f"tenant {_uuid(r)}",
+        ]
+    ),
     "base64-image": lambda r: f"![chart](data:image/png;base64,{_b64(r, r.choice([120, 600, 2400]))})",
-    "hex-log-id": lambda r: f"2026-11-28T10:{r.randrange(60):02d}:00Z INFO span={_sha(r, 16)} trace={_sha(r, 32)} "
-                            f"{_w(r)} done in {r.randrange(999)}ms",
-    "version": lambda r: r.choice([f"upgraded to {r.randrange(9)}.{r.randrange(30)}.{r.randrange(9)}-rc.{r.randrange(5)}",
-                                   f'version = "{r.randrange(9)}.{r.randrange(99)}.{r.randrange(99)}"',
-                                   f"node v{r.randrange(16, 24)}.{r.randrange(20)}.{r.randrange(9)}, python 3.12.7",
-                                   f"build 2026{r.randrange(1, 12):02d}{r.randrange(1, 28):02d}.{r.randrange(9)}"]),
-    "path": lambda r: r.choice([f"/usr/local/lib/python3.12/site-packages/{_w(r)}/auth/token_store.py",
-                                f"src/{_w(r)}/secrets/_keyring_backend.py", "~/.ssh/id_ed25519 and ~/.config/gh/hosts.yml",
-                                f"C:\\Users\\dana\\AppData\\Roaming\\{_w(r)}\\credentials.json",
-                                f"/run/secrets/{_w(r)}_db_password"]),
-    "url": lambda r: r.choice([f"https://docs.example.com/api/v2/tokens?page={r.randrange(9)}&sort=desc",
-                               f"https://github.com/acme/{_w(r)}/blob/{_sha(r)}/src/auth/token.py#L{r.randrange(400)}",
-                               f"https://www.youtube.com/watch?v={_s(r, _B64URL, 11)}",
-                               f"https://{_w(r)}.example.com/reset-password?step=2",
-                               f"ssh://git@github.com/acme/{_w(r)}.git", f"https://dana@{_w(r)}.example.com/login"]),
-    "setting-about-a-secret": lambda r: r.choice([
-        f"password_min_length = {r.randrange(8, 20)}", f"PASSWORD_MAX_AGE_DAYS={r.randrange(30, 365)}",
-        f"password_reset_timeout: {r.randrange(600, 7200)}", f"token_ttl = {r.randrange(60, 86400)}",
-        f"max_tokens: {r.choice([1024, 4096, 8192])}", "token_type: bearer", f'secret_name = "prod/{_w(r)}/password"',
-        'api_key_header = "X-API-Key"', "auth_method: oauth2", f"SECRET_KEY_FILE=/run/secrets/{_w(r)}",
-        f"min_password_length: {r.randrange(8, 16)}", "password_required: true", f"num_tokens = {r.randrange(9999)}",
-    ]),
-    "keyed-non-secret": lambda r: r.choice([
-        f'next_page_token: "{_b64(r, 24)}"', f'cache_key = "{_sha(r, 64)}"', f"idempotency_key: {_uuid(r)}",
-        f'"key": "{_sha(r)}"', f'<input type="hidden" name="csrf_token" value="{_sha(r, 40)}">',
-        f"public_key = {_b64(r, 32)}", f"key_fingerprint: SHA256:{_b64(r, 32)[:43]}", f'tokenizer: "cl100k_base"',
-        f"primary_key = {r.randrange(10**6)}", f'"sessionId": "{_sha(r, 32)}"', f"request_token_url = https://api.{_w(r)}.com/oauth",
-        f"nonce={_sha(r, 32)}", f'storage_key: "uploads/{_uuid(r)}.png"', f"token_hash = {_sha(r, 64)}",
-    ]),
-    "reference": lambda r: r.choice([
-        'api_key = os.environ["API_KEY"]', 'token = request.headers.get("Authorization")', "password: str",
-        "password = getpass.getpass()", "secret = settings.SECRET_KEY", '"password": ""', "password: ${DB_PASSWORD}",
-        "export GITHUB_TOKEN=$(gh auth token)", "API_KEY={{ secrets.API_KEY }}", "token: !vault prod/token",
-        "const token = process.env.GITHUB_TOKEN;", "password = user.password_hash", "apiKey: config.apiKey,",
-        "client_secret = load_secret('billing')", "DB_PASSWORD=${DB_PASSWORD:?set it}", "auth = HTTPBasicAuth(user, pw)",
-    ]),
-    "placeholder": lambda r: r.choice([
-        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "OPENAI_API_KEY=sk-...", "token: <your-token>",
-        "SLACK_BOT_TOKEN=xoxb-your-token-here", "API_KEY=your-api-key-here", "password: changeme",
-        "token: ${TOKEN}", "postgres://user:password@localhost/db", "STRIPE_KEY=sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
-        "GITLAB_TOKEN=glpat-xxxxxxxxxxxxxxxxxxxx", "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----",
-        "Authorization: Bearer <token>", "password = '********'", "secret: xxxx", "api_key: <API_KEY>",
-        "ANTHROPIC_API_KEY=sk-ant-api03-...", "https://user:pass@example.com", "DB_PASSWORD=REPLACE_ME",
-    ]),
-    "conversation": lambda r: r.choice([
-        "User: How do I rotate my API key?\nAssistant: Open Settings > API keys, create a new key, update the app, "
-        "then revoke the old one.",
-        "User: what's a good password policy?\nAssistant: At least 12 characters, checked against breached lists; "
-        "no forced rotation.",
-        "Assistant: I stored the token in the keychain, not in memory. User: thanks!",
-        "User: my password: is it safe to keep it in a note?\nAssistant: No: use a password manager.",
-        "User: where does the secret go?\nAssistant: In the CI settings, as a masked variable named DEPLOY_TOKEN.",
-    ]),
-    "benign-prompt": lambda r: r.choice([
-        "Write a Python function that checks a password has 12 characters, a digit and a symbol.",
-        "Explain how JWT signature verification works and when to use RS256 over HS256.",
-        "Summarise the difference between an access token and a refresh token in OAuth 2.0.",
-        "Draft a runbook step: if the API key leaks, revoke it, rotate it and audit the logs.",
-        f"Refactor the {_w(r)} module so the secret key is loaded from the environment, not hard-coded.",
-        "How many tokens does a 1,000-word essay use with the Claude tokenizer?",
-    ]),
-    "near-miss": lambda r: r.choice([
-        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_b64(r, 24)[:43]} dana@laptop",
-        f"-----BEGIN CERTIFICATE-----\n{_b64(r, 96)}\n-----END CERTIFICATE-----",
-        f"-----BEGIN PUBLIC KEY-----\n{_b64(r, 96)}\n-----END PUBLIC KEY-----",
-        f"color: #{_sha(r, 6)}; background: #{_sha(r, 6)};", f"pod {_w(r)}-{_s(r, _HEX, 10)}-{_s(r, _ALNUM.lower(), 5)}",
-        f"golang.org/x/crypto v0.31.0 h1:{_b64(r, 32)}", f"fe80::{_sha(r, 4)}:{_sha(r, 4)}:{_sha(r, 4)}:{_sha(r, 4)}",
-        f"order {r.randrange(10**15, 10**16)}, tracking {r.randrange(10**21, 10**22)}",
-        f"call +1 415 555 {r.randrange(1000, 9999)}", f"stripe publishable key pk_live_{_s(r, _ALNUM, 24)}",
-        f"key: {_w(r)}-{r.randrange(99)}", f"The keyboard shortcut is Ctrl+Shift+{r.choice('PKT')}",
-        f"monkey_patch = {_w(r)}_{r.randrange(9)}", "AbstractSingletonProxyFactoryBean", f"id: {_sha(r, 24)}",
-    ]),
-}  # fmt: skip
+    "hex-log-id": lambda r: (
+        f"2026-11-28T10:{r.randrange(60):02d}:00Z INFO span={_sha(r, 16)} trace={_sha(r, 32)} "
+        f"{_w(r)} done in {r.randrange(999)}ms"
+    ),
+    "version": lambda r: r.choice(
+        [
+            f"upgraded to {r.randrange(9)}.{r.randrange(30)}.{r.randrange(9)}-rc.{r.randrange(5)}",
+            f'version = "{r.randrange(9)}.{r.randrange(99)}.{r.randrange(99)}"',
+            f"node v{r.randrange(16, 24)}.{r.randrange(20)}.{r.randrange(9)}, python 3.12.7",
+            f"build 2026{r.randrange(1, 12):02d}{r.randrange(1, 28):02d}.{r.randrange(9)}",
+        ]
+    ),
+    "path": lambda r: r.choice(
+        [
+            f"/usr/local/lib/python3.12/site-packages/{_w(r)}/auth/token_store.py",
+            f"src/{_w(r)}/secrets/_keyring_backend.py",
+            "~/.ssh/id_ed25519 and ~/.config/gh/hosts.yml",
+            f"C:\\Users\\dana\\AppData\\Roaming\\{_w(r)}\\credentials.json",
+            f"/run/secrets/{_w(r)}_db_password",
+        ]
+    ),
+    "url": lambda r: r.choice(
+        [
+            f"https://docs.example.com/api/v2/tokens?page={r.randrange(9)}&sort=desc",
+            f"https://github.com/acme/{_w(r)}/blob/{_sha(r)}/src/auth/token.py#L{r.randrange(400)}",
+            f"https://www.youtube.com/watch?v={_s(r, _B64URL, 11)}",
+            f"https://{_w(r)}.example.com/reset-password?step=2",
+            f"ssh://git@github.com/acme/{_w(r)}.git",
+            f"https://dana@{_w(r)}.example.com/login",
+        ]
+    ),
+    "setting-about-a-secret": lambda r: r.choice(
+        [
+            f"password_min_length = {r.randrange(8, 20)}",
+            f"PASSWORD_MAX_AGE_DAYS={r.randrange(30, 365)}",
+            f"password_reset_timeout: {r.randrange(600, 7200)}",
+            f"token_ttl = {r.randrange(60, 86400)}",
+            f"max_tokens: {r.choice([1024, 4096, 8192])}",
+            "token_type: bearer",
+            f'secret_name = "prod/{_w(r)}/password"',
+            'api_key_header = "X-API-Key"',
+            "auth_method: oauth2",
+            f"SECRET_KEY_FILE=/run/secrets/{_w(r)}",
+            f"min_password_length: {r.randrange(8, 16)}",
+            "password_required: true",
+            f"num_tokens = {r.randrange(9999)}",
+        ]
+    ),
+    "keyed-non-secret": lambda r: r.choice(
+        [
+            f'next_page_token: "{_b64(r, 24)}"',
+            f'cache_key = "{_sha(r, 64)}"',
+            f"idempotency_key: {_uuid(r)}",
+            f'"key": "{_sha(r)}"',
+            f'<input type="hidden" name="csrf_token" value="{_sha(r, 40)}">',
+            f"public_key = {_b64(r, 32)}",
+            f"key_fingerprint: SHA256:{_b64(r, 32)[:43]}",
+            'tokenizer: "cl100k_base"',
+            f"primary_key = {r.randrange(10**6)}",
+            f'"sessionId": "{_sha(r, 32)}"',
+            f"request_token_url = https://api.{_w(r)}.com/oauth",
+            f"nonce={_sha(r, 32)}",
+            f'storage_key: "uploads/{_uuid(r)}.png"',
+            f"token_hash = {_sha(r, 64)}",
+        ]
+    ),
+    "reference": lambda r: r.choice(
+        [
+            'api_key = os.environ["API_KEY"]',
+            'token = request.headers.get("Authorization")',
+            "password: str",
+            "password = getpass.getpass()",
+            "secret = settings.SECRET_KEY",
+            '"password": ""',
+            "password: ${DB_PASSWORD}",
+            "export GITHUB_TOKEN=$(gh auth token)",
+            "API_KEY={{ secrets.API_KEY }}",
+            "token: !vault prod/token",
+            "const token = process.env.GITHUB_TOKEN;",
+            "password = user.password_hash",
+            "apiKey: config.apiKey,",
+            "client_secret = load_secret('billing')",
+            "DB_PASSWORD=${DB_PASSWORD:?set it}",
+            "auth = HTTPBasicAuth(user, pw)",
+        ]
+    ),
+    "placeholder": lambda r: r.choice(
+        [
+            "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "OPENAI_API_KEY=sk-...",
+            "token: <your-token>",
+            "SLACK_BOT_TOKEN=xoxb-your-token-here",
+            "API_KEY=your-api-key-here",
+            "password: changeme",
+            "token: ${TOKEN}",
+            "postgres://user:password@localhost/db",
+            "STRIPE_KEY=sk_live_xxxxxxxxxxxxxxxxxxxxxxxx",
+            "GITLAB_TOKEN=glpat-xxxxxxxxxxxxxxxxxxxx",
+            "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----",
+            "Authorization: Bearer <token>",
+            "password = '********'",
+            "secret: xxxx",
+            "api_key: <API_KEY>",
+            "ANTHROPIC_API_KEY=sk-ant-api03-...",
+            "https://user:pass@example.com",
+            "DB_PASSWORD=REPLACE_ME",
+        ]
+    ),
+    "conversation": lambda r: r.choice(
+        [
+            "User: How do I rotate my API key?\nAssistant: Open Settings > API keys, create a new key, update the app, "
+            "then revoke the old one.",
+            "User: what's a good password policy?\nAssistant: At least 12 characters, checked against breached lists; "
+            "no forced rotation.",
+            "Assistant: I stored the token in the keychain, not in memory. User: thanks!",
+            "User: my password: is it safe to keep it in a note?\nAssistant: No: use a password manager.",
+            "User: where does the secret go?\nAssistant: In the CI settings, as a masked variable named DEPLOY_TOKEN.",
+        ]
+    ),
+    "benign-prompt": lambda r: r.choice(
+        [
+            "Write a Python function that checks a password has 12 characters, a digit and a symbol.",
+            "Explain how JWT signature verification works and when to use RS256 over HS256.",
+            "Summarise the difference between an access token and a refresh token in OAuth 2.0.",
+            "Draft a runbook step: if the API key leaks, revoke it, rotate it and audit the logs.",
+            f"Refactor the {_w(r)} module so the secret key is loaded from the environment, not hard-coded.",
+            "How many tokens does a 1,000-word essay use with the Claude tokenizer?",
+        ]
+    ),
+    "near-miss": lambda r: r.choice(
+        [
+            f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_b64(r, 24)[:43]} dana@laptop",
+            f"-----BEGIN CERTIFICATE-----\n{_b64(r, 96)}\n-----END CERTIFICATE-----",
+            f"-----BEGIN PUBLIC KEY-----\n{_b64(r, 96)}\n-----END PUBLIC KEY-----",
+            f"color: #{_sha(r, 6)}; background: #{_sha(r, 6)};",
+            f"pod {_w(r)}-{_s(r, _HEX, 10)}-{_s(r, _ALNUM.lower(), 5)}",
+            f"golang.org/x/crypto v0.31.0 h1:{_b64(r, 32)}",
+            f"fe80::{_sha(r, 4)}:{_sha(r, 4)}:{_sha(r, 4)}:{_sha(r, 4)}",
+            f"order {r.randrange(10**15, 10**16)}, tracking {r.randrange(10**21, 10**22)}",
+            f"call +1 415 555 {r.randrange(1000, 9999)}",
+            f"stripe publishable key pk_live_{_s(r, _ALNUM, 24)}",
+            f"key: {_w(r)}-{r.randrange(99)}",
+            f"The keyboard shortcut is Ctrl+Shift+{r.choice('PKT')}",
+            f"monkey_patch = {_w(r)}_{r.randrange(9)}",
+            "AbstractSingletonProxyFactoryBean",
+            f"id: {_sha(r, 24)}",
+        ]
+    ),
+}
 
 
 def negatives(rng: random.Random, per_family: int) -> list[tuple[str, str]]:

@@ -24,7 +24,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["END", "START", "Rule", "at_hint", "back_over", "before", "entropy", "has_marker", "looks_random", "placeholder", "random_group", "word_start"]
+__all__ = [
+    "END",
+    "START",
+    "Rule",
+    "at_hint",
+    "back_over",
+    "before",
+    "entropy",
+    "has_marker",
+    "looks_random",
+    "placeholder",
+    "random_group",
+    "word_start",
+]
 
 # A token's edges: not a letter or digit on either side. Not `\b`: `_` and `-` are word or token characters, and
 # a token glued after one (`AWS_ID=AKIA..._prod`, `key-ghp_...`) is as much a secret as one standing alone.
@@ -110,7 +123,8 @@ def back_over(chars: str, most: int) -> Callable[[str, int], int | None]:
 
 # Strings found in the documented stand-ins for a credential (`AKIAIOSFODNN7EXAMPLE`, `ghp_xxxx...`,
 # `<your-token>`), not in a generated one: redacting those would teach users to ignore the redaction.
-_MARKERS = ("xxxx", "****", "....", "…", "example", "placeholder", "redacted", "your", "...", "changeme", "dummy", "sample",
+_MARKERS = ("xxxx", "****", "....", "…", "example", "placeholder", "redacted", "your", "...", "changeme", "dummy",
+            "sample",
             "fake", "0000000", "1234567", "abcdefg", "replace", "insert", "here")  # fmt: skip
 
 

@@ -11,7 +11,6 @@ key has varied characters; a password (people choose them) needs a digit, a symb
 from __future__ import annotations
 
 import re
-
 from typing import TYPE_CHECKING
 
 from ._cards import card_check, may_be_card
@@ -208,6 +207,10 @@ def _cut_short(match: re.Match[str], value: str, quoted: bool) -> bool:
     return not quoted and match.string.startswith("..", match.end("bare")) and placeholder(value + "...")
 
 
+def _netrc_value(value: str) -> bool:
+    return _looks_assigned(value, False) and _password_value(value, False)
+
+
 # A name, a closing quote or bracket, an assignment (`=`, `:`, `:=`, `=>`; not `==`), a value quoted or bare.
 _ASSIGNMENT = re.compile(
     r"(?P<key>[A-Za-z0-9_.\-]{1,64})[\"'`\]]{0,2}[ \t]{0,3}(?::=|=>|=(?!=)|:(?![:/]))[ \t]{0,5}"
@@ -264,8 +267,7 @@ KEYED_RULES: tuple[Rule, ...] = (
     # ~/.netrc: `machine HOST login USER password SECRET`.
     Rule("netrc-password", "a password in a .netrc entry",
          re.compile(r"(?i:login)[ \t]+\S+[ \t]+(?i:password)[ \t]+(?P<secret>\S+)"), ("login",), fold=True,
-         anchor=at_hint, accept=lambda m: _looks_assigned(m.group("secret"), False) and _password_value(m.group("secret"), False),
-         group="secret"),
+         anchor=at_hint, accept=lambda m: _netrc_value(m.group("secret")), group="secret"),
     Rule("generic-secret", "a secret value assigned to a key, token or secret name", _ASSIGNMENT, _SECRET_HINTS,
          fold=True, anchor=word_start, accept=_assigned("secret"), group=_VALUE, fallback=True),
     Rule("password", "a password assigned in configuration or code", _ASSIGNMENT, _PASSWORD_HINTS, fold=True,

@@ -134,7 +134,8 @@ TOKEN_RULES: tuple[Rule, ...] = (
     _token("twilio-api-key", "a Twilio API key", r"SK[0-9a-fA-F]{32}", ("SK",), bits=3.0),
     _token("sendgrid-api-key", "a SendGrid API key", rf"SG\.[{_B64URL}]{{22}}\.[{_B64URL}]{{43}}", ("SG.",)),
     _token("mailgun-api-key", "a Mailgun API key", r"key-[0-9a-f]{32}", ("key-",), bits=3.0),
-    _token("mailchimp-api-key", "a Mailchimp API key", r"[0-9a-f]{32}-us\d{1,2}", ("-us",), anchor=before(32), bits=3.0),
+    _token("mailchimp-api-key", "a Mailchimp API key", r"[0-9a-f]{32}-us\d{1,2}", ("-us",), anchor=before(32),
+           bits=3.0),
     _token("brevo-api-key", "a Brevo (Sendinblue) key", r"x(?:keysib|smtpsib)-[0-9a-f]{64}-[A-Za-z0-9]{16}",
            ("xkeysib-", "xsmtpsib-")),
     # -- payment -------------------------------------------------------------------------------------------------

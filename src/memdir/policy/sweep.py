@@ -69,7 +69,7 @@ def _preview(text: str, finding: Finding, secrets: list[Finding]) -> str:
         lo, hi = other.span
         if hi <= start or lo >= end:
             continue
-        parts.append(text[cursor:max(cursor, lo)])
+        parts.append(text[cursor : max(cursor, lo)])
         if other is finding:
             anchor = sum(map(len, parts))
         parts.append(mask(other.rule, text[lo:hi]))
