@@ -154,6 +154,21 @@ _REFERENCE = re.compile(
 )
 
 
+def _reference(value: str) -> bool:
+    """Whether ``value`` reads as a name, a path or a URL rather than a value: unless a part of it is a key
+    itself (``<key>.note``, a key glued to a word by a dot)."""
+    if not _REFERENCE.fullmatch(value):
+        return False
+    return "/" in value or ":" in value or not any(_random_part(p) for p in _PARTS_OF_NAME.split(value))
+
+
+_PARTS_OF_NAME = re.compile(r"[._]")
+
+
+def _random_part(part: str) -> bool:
+    return len(part) >= 16 and looks_random(part, 3.0) and any(c.isdigit() for c in part) and not part.isdigit()
+
+
 def _value(match: re.Match[str]) -> tuple[str, bool]:
     for group in _VALUE[:3]:
         if match.group(group) is not None:
@@ -168,12 +183,12 @@ def _looks_assigned(value: str, quoted: bool) -> bool:
         return False
     if value.lower() in _VALUE_WORDS or value.isdigit():
         return False
-    return quoted or not _REFERENCE.fullmatch(value)
+    return quoted or not _reference(value)
 
 
 def _generated_key(value: str) -> bool:
     """A generated key: long enough, letters and digits (or long and varied), no runs of one character."""
-    if len(value) < 12 or _REFERENCE.fullmatch(value):
+    if len(value) < 12 or _reference(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
