@@ -11,10 +11,10 @@ base64 images, hex log ids, versions, paths, URLs, settings about secrets, refer
 conversation turns, benign prompts). Values are random in the issuers' shapes: never real keys.
 
 A planted credential counts as found when one finding covers all of its secret part (what a redaction must
-remove); a look-alike counts as a false positive when anything is found in it. detect-secrets 1.5 (optional: ``pip
-install detect-secrets``; a benchmark peer, not a dependency) runs on the same texts in file mode (each text a file
-named for its context, all plugins and filters) and in line mode (``scan_line`` on each line); one of its findings
-counts when its secret overlaps the planted one.
+remove); a look-alike counts as a false positive when anything is found in it. detect-secrets 1.5 (optional:
+``pip install detect-secrets`` or ``pip install -e '.[bench]'``; a benchmark peer, not a dependency) runs on the
+same texts in file mode (each text a file named for its context, all plugins and filters) and in line mode
+(``scan_line`` on each line); one of its findings counts when its secret overlaps the planted one.
 """
 
 from __future__ import annotations
