@@ -159,6 +159,9 @@ def _reference(value: str) -> bool:
     itself (``<key>.note``, a key glued to a word by a dot)."""
     if not _REFERENCE.fullmatch(value):
         return False
+    if value.isalpha():  # a word or a CamelCaseName, unless its cases are mixed as at random
+        upper = sum(c.isupper() for c in value) / len(value)
+        return not (len(value) >= 20 and 0.25 <= upper <= 0.75 and looks_random(value, 4.0))
     return "/" in value or ":" in value or not any(_random_part(p) for p in _PARTS_OF_NAME.split(value))
 
 
