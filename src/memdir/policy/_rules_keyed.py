@@ -145,7 +145,9 @@ def _kind_of_name(parts: list[str]) -> str | None:
 
 
 _REFERENCE = re.compile(
-    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # settings.API_KEY, process.env.TOKEN
+    # settings.API_KEY, process.env.TOKEN, config.apiKey, self.password, Request.Form: its last part a name (not
+    # `maple.Quartz79`, a password)
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][a-z]+)"
     r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+"  # API_KEY, api_key: a name, not a value
     r"|[A-Za-z]+"  # a word
     r"|[a-z][a-z0-9+.\-]*:.*"  # env:API_KEY, vault:secret/x, arn:..., https://...
@@ -161,7 +163,7 @@ def _reference(value: str) -> bool:
         return False
     if value.isalpha():  # a word or a CamelCaseName, unless its cases are mixed as at random
         upper = sum(c.isupper() for c in value) / len(value)
-        return not (len(value) >= 20 and 0.25 <= upper <= 0.75 and looks_random(value, 4.0))
+        return not (len(value) >= 10 and 0.3 <= upper <= 0.7 and looks_random(value, 3.0))
     return "/" in value or ":" in value or not any(_random_part(p) for p in _PARTS_OF_NAME.split(value))
 
 
@@ -179,10 +181,13 @@ def _value(match: re.Match[str]) -> tuple[str, bool]:
     return match.group("bare"), False
 
 
+_MASK = re.compile(r"[*x.•]+")
+
+
 def _looks_assigned(value: str, quoted: bool) -> bool:
     """What every assigned secret is not: a reference, a template, a number, a sentence (a placeholder: checked by
     the kind's own test)."""
-    if not value or value[0] in "$%{<[(*" or any(c in value for c in " \t<>{}()"):
+    if not value or value[0] in "$%{<[(" or any(c in value for c in " \t<>{}()") or _MASK.fullmatch(value):
         return False
     if value.lower() in _VALUE_WORDS or value.isdigit():
         return False
