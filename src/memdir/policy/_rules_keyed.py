@@ -102,7 +102,7 @@ _ABOUT = frozenset({
     "characters", "digits", "complexity", "history", "age", "lifetime", "source", "class", "mask", "masked", "input",
     "widget", "form", "schema", "validator", "validators", "validation", "rule", "rules", "error", "errors",
     "message", "msg", "text", "title", "help", "tooltip", "button", "link", "page", "route", "view", "template",
-    "handler", "callback", "fn", "func", "function", "test", "tests", "mock", "number", "num", "total", "list",
+    "handler", "callback", "fn", "func", "function", "mock", "number", "num", "total", "list",
     "bits", "bytes", "issuer", "audience", "alias", "lookup", "arn", "region", "user", "username", "login",
     "email", "owner", "created", "updated", "at", "date", "time", "counter", "status",
     "state", "flag", "on", "off", "set", "exists", "valid", "invalid", "changed", "sent", "check", "verify",
