@@ -77,6 +77,9 @@ def test_scan_exits_2_on_what_it_cannot_read(run: Run, tmp_path: Path) -> None:
     result = run("scan", str(tmp_path / "missing.md"))
     assert result.exit_code == 2
     assert result.stderr == f"Error: {tmp_path / 'missing.md'}: no such file or directory\n"
+    store = run("scan", f"sqlite://{tmp_path / 'none.db'}")
+    assert (store.exit_code, store.stderr) == (2, f"Error: sqlite://{tmp_path / 'none.db'}: no such store\n")
+    assert not (tmp_path / "none.db").exists()
 
 
 def test_scan_uses_the_policy_settings(run: Run, tmp_path: Path, _isolated_home: Path) -> None:

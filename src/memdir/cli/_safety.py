@@ -81,7 +81,8 @@ def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
         if path == "-":
             with click.open_file("-", "rb") as stdin:
                 yield "-", stdin.read().decode("utf-8", "replace")
-        elif url_scheme(path) is not None:
+        elif (scheme := url_scheme(path)) is not None:
+            _check_local_store(scheme, path)
             store = open_store(path, namespace=namespace)
             try:
                 yield from texts_in_store(store)
@@ -91,6 +92,15 @@ def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
             if not Path(path).exists():
                 raise FileNotFoundError(f"{path}: no such file or directory")
             yield from texts_in_paths([Path(path)])
+
+
+def _check_local_store(scheme: str, url: str) -> None:
+    """A store on this machine that is not there is an error: scanning it must not create it."""
+    if scheme in ("sqlite", "file"):
+        where = url.split(":", 1)[1]
+        where = where[2:] if where.startswith("//") else where
+        if where and not Path(where).expanduser().exists():
+            raise FileNotFoundError(f"{url}: no such store")
 
 
 def _scan_line(item: Located) -> str:
