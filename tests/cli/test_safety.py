@@ -53,10 +53,10 @@ def test_scan_walks_directories_and_leaves_hidden_and_binary_files_out(run: Run,
 def test_scan_reads_a_store(run: Run, sqlite_url: str, opened: Store) -> None:
     opened.write("/memories/notes/a.md", f"one\ntwo {KEY}\n".encode())
     opened.write("/memories/b.md", b"clean\n")
+    expected = "/memories/notes/a.md:2: secret:aws-access-key (redact)  two AKIA****(20 chars)\n"
     result = run("scan", sqlite_url)
-    assert (result.exit_code, result.stdout) == (
-        1, "/memories/notes/a.md:2: secret:aws-access-key (redact)  two AKIA****(20 chars)\n"
-    )  # fmt: skip
+    assert (result.exit_code, result.stdout) == (1, expected)
+    assert run("scan", store=sqlite_url).stdout == expected  # no PATH: the store given with --store
 
 
 def test_scan_reads_stdin_and_exits_0_for_clean_text() -> None:

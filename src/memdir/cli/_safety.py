@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -52,21 +53,23 @@ def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bo
     """Check files, directories or a store for secrets and injected instructions.
 
     PATH is a file, a directory (every text file below it, hidden names left out), a store URL (sqlite:...,
-    postgresql://..., http://...: every file in the store's namespace) or `-` for standard input (the default).
+    postgresql://..., http://...: every file in the store's namespace) or `-` for standard input. Without PATH:
+    the store given with --store, else standard input.
     Each finding is listed as FILE:LINE: KIND:RULE (ACTION) and its line, the secret masked: a secret itself is
     never printed. Exits 1 when anything is found, 0 when nothing is, 2 when a PATH cannot be read.
 
     Example:
 
+    \b
         memdir scan notes/ && echo clean
+        memdir --store sqlite:///home/me/memory.db scan
         memdir scan --secrets-only $(git diff --cached --name-only)
     """
     policy = load_policy(state.namespace).write
     found = False
     try:
-        for item in sweep(
-            _texts(paths or ("-",), state.namespace), policy, untrusted=untrusted, secrets_only=secrets_only
-        ):
+        texts = _texts(paths or (_given_store(state) or "-",), state.namespace)
+        for item in sweep(texts, policy, untrusted=untrusted, secrets_only=secrets_only):
             found = True
             click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
     except (OSError, MemdirError) as exc:
@@ -92,6 +95,14 @@ def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
             if not Path(path).exists():
                 raise FileNotFoundError(f"{path}: no such file or directory")
             yield from texts_in_paths([Path(path)])
+
+
+def _given_store(state: Context) -> str | None:
+    """The store named with --store on the command line (not one MEMDIR_STORE names: `... | memdir scan` with
+    MEMDIR_STORE set reads what it is given)."""
+    if state.store_url is None or os.environ.get("MEMDIR_STORE") == state.store_url:
+        return None
+    return state.store_url
 
 
 def _check_local_store(scheme: str, url: str) -> None:
