@@ -69,6 +69,14 @@ class WritePolicy:
         ]
         return sorted(found, key=lambda f: f.span)
 
+    def secrets_in(self, text: str) -> list[Finding]:
+        """The secrets in ``text`` alone (no injection reading), with this policy's action: for names and labels,
+        which hold no instruction but are stored everywhere."""
+        return [
+            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start), m.reach)
+            for m in find_secrets(text)
+        ]
+
     def screen(self, text: str, region: tuple[int, int] | None = None, *, untrusted: bool = False) -> Screened:
         """Screen the part ``region`` (start, end) of ``text`` a command changed (all of it by default).
 
