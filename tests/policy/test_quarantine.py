@@ -144,7 +144,7 @@ def test_the_diff_is_against_the_current_file(tool: MemoryTool, store: Store) ->
 
 
 def test_a_secret_in_a_held_write_is_redacted_before_it_is_held(tool: MemoryTool, store: Store) -> None:
-    item = hold(tool, command="create", path="/memories/a.md", file_text=f"{INJECTION} AKIAIOSFODNN7EXAMPLE")
+    item = hold(tool, command="create", path="/memories/a.md", file_text=f"{INJECTION} AKIAQ3EGUSXR7ZPLM4NB")
     held = Quarantine(store).get(item)
     assert b"AKIA" not in held.content
     assert "AKIA" not in str(held.command)

@@ -220,9 +220,9 @@ def test_a_redacted_edit_is_answered_with_its_line_and_snippet(live: LiveServer,
     and answers SPEC.md's line and snippet; the note about the redaction is not replayed."""
     tool(http, None, command="create", path="/memories/notes.md", file_text=NOTES)
     command = {"command": "str_replace", "path": "/memories/notes.md", "old_str": "line 4\n"}
-    command["new_str"] = "the key\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+    command["new_str"] = "the key\naws_access_key_id = AKIAQ3EGUSXR7ZPLM4NB\n"
     first = tool(http, "redacted", **command).json()
-    assert "redacted" in first["text"] and "AKIAIOSFODNN7EXAMPLE" not in first["text"]
+    assert "redacted" in first["text"] and "AKIAQ3EGUSXR7ZPLM4NB" not in first["text"]
     again = tool(http, "redacted", **command).json()
     assert again["text"] == first["text"].split("\n\nNote:")[0]
     assert len([v for v in versions(live) if v.op == "str_replace"]) == 1

@@ -2,54 +2,143 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import sys
 import time
-from typing import TYPE_CHECKING, BinaryIO
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import ConfigError
-from ..gate import audit_entries, review_queue
+from ..errors import ConfigError, MemdirError
+from ..gate import Caller, GatedStore, audit_entries, review_queue
 from ..paths import parse
 from ..policy.config import load_policy, parse_duration
 from ..policy.integrity import verify as verify_store
 from ..policy.retention import apply as apply_gc
 from ..policy.retention import plan as plan_gc
+from ..policy.sweep import Located, sweep, texts_in_paths, texts_in_store
+from ..store import open_store, url_scheme
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import duration, echo_json, iso, plural, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..gate import ReviewQueue
     from ..policy.quarantine import HeldWrite
     from ..policy.retention import GcPlan
+    from ..store import Store
 
 _ACTS = frozenset({"redact", "quarantine", "block"})
 
 
+class _ScanError(click.ClickException):
+    """What `memdir scan` could not read: exit 2, so a hook tells "found something" (1) from "could not look"."""
+
+    exit_code = 2
+
+
 @cli.command()
-@click.argument("file", type=click.File("rb"), default="-")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per finding (file, line, kind, rule, preview...)."
+)
+@click.option("--secrets-only", is_flag=True, help="Report secrets only, not injected instructions.")
 @click.option("--untrusted", is_flag=True, help="Judge the text as untrusted content (policy.untrusted_injection).")
 @pass_context
 @fail_cleanly
-def scan(state: Context, file: BinaryIO, untrusted: bool) -> None:
-    """Check text for secrets and injected instructions; print each finding as JSON.
+def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bool, untrusted: bool) -> None:
+    """Check files, directories or a store for secrets and injected instructions.
 
-    FILE defaults to standard input. One JSON object per line (kind, rule, action, span, line, detail); the
-    actions are the [policy] settings' for the namespace. Exits 1 when anything would be redacted, quarantined
-    or blocked, 0 when the text is clean (or only warned about).
+    PATH is a file, a directory (every text file below it, hidden names left out), a store URL (sqlite:...,
+    postgresql://..., http://...: every file in the store's namespace) or `-` for standard input. Without PATH:
+    the store given with --store, else standard input.
+    Each finding is listed as FILE:LINE: KIND:RULE (ACTION) and its line, the secret masked: a secret itself is
+    never printed. Exits 1 when anything is found, 0 when nothing is, 2 when a PATH cannot be read.
 
     Example:
 
-        memdir scan notes.md && echo clean
+    \b
+        memdir scan notes/ && echo clean
+        memdir --store sqlite:///home/me/memory.db scan
+        memdir scan --secrets-only $(git diff --cached --name-only)
     """
-    text = file.read().decode("utf-8", "replace")
-    findings = load_policy(state.namespace).write.findings(text, untrusted=untrusted)
-    for finding in findings:
-        click.echo(json.dumps(finding.to_json(), ensure_ascii=False))
-    if any(f.action in _ACTS for f in findings):
+    policy = load_policy(state.namespace).write
+    found = False
+    try:
+        texts = _texts(paths or (_given_store(state) or "-",), state.namespace)
+        for item in sweep(texts, policy, untrusted=untrusted, secrets_only=secrets_only):
+            found = True
+            click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
+    except (OSError, MemdirError) as exc:
+        raise _ScanError(_unreadable(exc)) from None
+    if found:
         sys.exit(1)
+
+
+def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
+    """(name, text) for each PATH: standard input, a store (a URL with a scheme), or files on disk."""
+    for path in paths:
+        if path == "-":
+            with click.open_file("-", "rb") as stdin:
+                yield "-", stdin.read().decode("utf-8", "replace")
+        elif (scheme := url_scheme(path)) is not None:
+            _check_local_store(scheme, path)
+            backend = open_store(path, namespace=namespace)
+            # Scanning reads every file: through the gate, one audit entry (a server's store: the server's gate).
+            store = backend if backend.runs_commands else GatedStore(backend, Caller("user", channel="cli"))
+            try:
+                with _one_call(store):
+                    yield from texts_in_store(store)
+            finally:
+                store.close()
+        else:
+            if not Path(path).exists():
+                raise FileNotFoundError(f"{path}: no such file or directory")
+            yield from texts_in_paths([Path(path)])
+
+
+@contextlib.contextmanager
+def _one_call(store: Store) -> Iterator[None]:
+    if isinstance(store, GatedStore):
+        with store.call("scan"):
+            yield
+    else:
+        yield
+
+
+def _given_store(state: Context) -> str | None:
+    """The store named with --store on the command line (not one MEMDIR_STORE names: `... | memdir scan` with
+    MEMDIR_STORE set reads what it is given)."""
+    if state.store_url is None or os.environ.get("MEMDIR_STORE") == state.store_url:
+        return None
+    return state.store_url
+
+
+def _check_local_store(scheme: str, url: str) -> None:
+    """A store on this machine that is not there is an error: scanning it must not create it."""
+    if scheme in ("sqlite", "file"):
+        where = url.split(":", 1)[1]
+        where = where[2:] if where.startswith("//") else where
+        if where and not Path(where).expanduser().exists():
+            raise FileNotFoundError(f"{url}: no such store")
+
+
+def _scan_line(item: Located) -> str:
+    f = item.finding
+    return f"{item.where}:{f.line}: {f.kind}:{f.rule} ({f.action})  {item.preview}"
+
+
+def _unreadable(exc: OSError | MemdirError) -> str:
+    if isinstance(exc, FileNotFoundError) and exc.args and isinstance(exc.args[0], str) and exc.filename is None:
+        return exc.args[0]
+    if isinstance(exc, OSError):
+        return f"{exc.filename or 'input'}: {exc.strerror or 'cannot be read'}"
+    return str(exc).removeprefix("Error: ")
 
 
 @cli.group(invoke_without_command=True)

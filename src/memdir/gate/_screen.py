@@ -112,7 +112,7 @@ def held_text(screened: Screened) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _name_secrets(policy: WritePolicy, name: str) -> tuple[Finding, ...]:
-    return tuple(f for f in policy.findings(name) if f.kind == "secret")
+    return tuple(policy.secrets_in(name))
 
 
 def secrets_in_name(policy: WritePolicy, name: str) -> tuple[Finding, ...]:
@@ -123,9 +123,9 @@ def secrets_in_name(policy: WritePolicy, name: str) -> tuple[Finding, ...]:
     return _name_secrets(policy, name)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=4096)
 def _label(policy: WritePolicy, label: str) -> str:
-    found = [f for f in policy.findings(label) if f.kind == "secret"]
+    found = policy.secrets_in(label)
     return redact(label, found)[0] if found else label
 
 

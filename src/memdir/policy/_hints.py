@@ -2,9 +2,10 @@
 
 Every rule of `memdir.policy.secrets` and `memdir.policy.injection` needs one of a few strings in a text before
 its expression can match (a necessary condition, derived from the expression's literal parts), so a rule whose
-strings are absent is skipped. There are some 150 such strings; searching a note for each in turn costs tens of
-microseconds, and the memory tool screens every write. One Aho-Corasick pass (``ahocorasick_rs``, the Rust
-``aho-corasick`` crate) finds every one of them in two or three.
+strings are absent is skipped. There are a few hundred such strings; searching a note for each in turn costs tens
+of microseconds, and the memory tool screens every write. One Aho-Corasick pass (``ahocorasick_rs``, the Rust
+``aho-corasick`` crate) finds every one of them in two or three, and where (`HintSearch.occurrences`): the secret
+rules are tried only at those places.
 """
 
 from __future__ import annotations

@@ -247,8 +247,11 @@ class AuditLog:
             return
         try:
             self._write(batch)
-        except MemdirError as exc:
-            log.warning("audit log: could not write %d entries: %s", len(batch), exc)
+        except Exception as exc:  # whatever it was, the batch is kept for the next try, never dropped here
+            if isinstance(exc, MemdirError):
+                log.warning("audit log: could not write %d entries: %s", len(batch), exc)
+            else:
+                log.exception("audit log: unexpected error writing %d entries", len(batch))
             with self._lock:
                 self._buffer = (batch + self._buffer)[-8 * self.max_records :]
 

@@ -8,7 +8,7 @@ the audit log and the quarantine, and a secret must reach none of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 __all__ = ["ACTIONS", "Action", "Finding", "Kind", "check_action", "strongest"]
@@ -31,6 +31,17 @@ class Finding:
     detail: str
     action: Action = "warn"
     line: int = 1  # 1-based line of the span's start, for people
+    # The whole match that found the span, when wider than it (the key word of ``API_KEY=...``, the URL around a
+    # password): what an edit must overlap or touch for the finding to count as the edit's. Not recorded: a
+    # finding read back from the quarantine or the audit log is judged by its span.
+    reach: tuple[int, int] | None = field(default=None, compare=False)
+
+    @property
+    def extent(self) -> tuple[int, int]:
+        """The span and the match around it, together."""
+        if self.reach is None:
+            return self.span
+        return min(self.span[0], self.reach[0]), max(self.span[1], self.reach[1])
 
     @property
     def label(self) -> str:

@@ -61,7 +61,7 @@ class WritePolicy:
         injection = self.untrusted_injection if untrusted and self.untrusted_injection else self.injection
         lo, hi = (0, len(text)) if around is None else _context(text, *around)
         found = [
-            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start))
+            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start), m.reach)
             for m in find_secrets(text, None if around is None else (lo, hi))
         ] + [
             Finding("injection", m.rule, (lo + m.start, lo + m.end), m.detail, injection, _line(text, lo + m.start))
@@ -69,11 +69,24 @@ class WritePolicy:
         ]
         return sorted(found, key=lambda f: f.span)
 
+    def secrets_in(self, text: str) -> list[Finding]:
+        """The secrets in ``text`` alone (no injection reading), with this policy's action: for names and labels,
+        which hold no instruction but are stored everywhere."""
+        return [
+            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start), m.reach)
+            for m in find_secrets(text)
+        ]
+
     def screen(self, text: str, region: tuple[int, int] | None = None, *, untrusted: bool = False) -> Screened:
         """Screen the part ``region`` (start, end) of ``text`` a command changed (all of it by default).
 
-        Findings that overlap the region count (a secret split across old and new text included); an empty
-        region, where a command removed text, counts the findings that span its position.
+        A finding counts when its whole match (`Finding.extent`: the key word of ``API_KEY=...`` and the URL
+        around a password included, not only the redacted value) overlaps or touches the region: a secret split
+        across old and new text, or completed at either edge of the change (``ghp_...-zz`` edited to
+        ``ghp_... ok``, ``credential_value = ...`` renamed to ``aws_secret_access_key``, a URL given its
+        ``@host``), is the edit's. An empty region, where a command removed text, counts the findings that reach
+        its position. Rules whose key word lies outside the region still see it: the region is read with
+        `CONTEXT_LINES` lines on each side.
         """
         start, end = region if region is not None else (0, len(text))
         if self.secrets == "allow" and self.injection == "allow" and not self.untrusted_injection:
@@ -81,7 +94,7 @@ class WritePolicy:
         found = [
             f
             for f in self.findings(text, untrusted=untrusted, around=region)
-            if f.action != "allow" and f.span[0] < max(end, start + 1) and f.span[1] > start
+            if f.action != "allow" and f.extent[0] <= end and f.extent[1] >= start
         ]
         outcome = strongest([f.action for f in found])
         if outcome == "block":
