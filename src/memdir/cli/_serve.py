@@ -102,17 +102,25 @@ def _registry(state: Context) -> Iterator[TokenRegistry]:
 @token.command("create")
 @click.option("--namespace", "-n", required=True, metavar="NAME", help="The namespace the token opens.")
 @click.option("--label", metavar="TEXT", help="A note to recognise the token by in `memdir token list`.")
+@click.option(
+    "--tenant",
+    metavar="NAME",
+    help="Who owns the memory stores the token reaches [default: the memory store's owner when NAME is one, "
+    "else NAME].",
+)
 @_with_store
 @fail_cleanly
-def token_create(state: Context, namespace: str, label: str | None) -> None:
+def token_create(state: Context, namespace: str, label: str | None, tenant: str | None) -> None:
     """Create a token for one namespace and print it: it is shown only this once.
 
     Example:
 
         MEMDIR_TOKEN=$(memdir --store sqlite:///srv/memdir/memory.db token create -n alice --label laptop)
     """
-    with _registry(state) as tokens:
-        secret, info = tokens.create(namespace, label)
+    from ..memstores import token_tenant
+
+    with open_store(_served_url(state)) as store, _registry(state) as tokens:
+        secret, info = tokens.create(namespace, label, tenant=tenant or token_tenant(store.aux, namespace))
     click.echo(secret)
     click.echo(
         f"Created token {info.id} for namespace {info.namespace!r}. Keep it now: it is not shown again.", err=True

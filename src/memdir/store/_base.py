@@ -333,6 +333,15 @@ class Store(ABC):
         """The content with this SHA-256, from any version of this namespace (every version's content is
         kept). `NotFoundError` when no version of this namespace had it."""
 
+    def redact_content(self, sha256: str) -> bool:  # noqa: ARG002 - the signature backends implement
+        """Remove the content with this SHA-256 from the store's storage for good (redaction): the versions that
+        had it keep their record (path, hash, size), but reading their content fails with `NotFoundError` from
+        then on. `ConflictError` while a current file holds that content (change or delete the file first).
+        True when content was removed, False when the namespace held none with that hash.
+
+        Stores that can forget content override this; the default refuses, rather than pretend."""
+        raise HistoryUnavailableError(f"{type(self).__name__} cannot redact content")
+
     def history(self, path: PathLike) -> list[Version]:
         """The versions of the file at ``path``, oldest first, following it back through renames and past
         deletes. `NotFoundError` when the path never held a file."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..errors import CorruptStoreError, StorageError, StorageFullError
+from ..errors import ConflictError, CorruptStoreError, StorageError, StorageFullError
 from ..paths import MemoryPath
 from ._base import Origin, Quota, Usage, Version, prunable_versions
 from ._db import SqlDatabase
@@ -675,6 +675,30 @@ class SqlIndex(SqlDatabase):
                 (self.namespace,),
             )
         return len(gone)
+
+    def redact(self, sha: str) -> bool:
+        """`Store.redact_content` for both SQL-backed stores: the blob row goes, and so do its bytes."""
+        with self.transaction("redact content") as conn:
+            if conn.execute("SELECT 1 FROM files WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone():
+                raise ConflictError("a current file holds this content: change or delete the file first")
+            # A DELETE alone only marks the pages free: the bytes would stay in the file until SQLite reuses them.
+            # secure_delete makes SQLite overwrite what it frees (with zeros) in this transaction.
+            conn.execute("PRAGMA secure_delete = ON")
+            try:
+                removed = conn.execute("DELETE FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).rowcount
+            finally:
+                conn.execute("PRAGMA secure_delete = OFF")
+        self._truncate_wal()
+        return removed > 0
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the database and empty it: frames written before the redaction may still hold the
+        bytes. Best effort: a reader holding an old snapshot keeps the checkpoint from finishing (it waits for
+        the busy timeout), and the WAL is then rewritten from its start by later writes."""
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, "redact content") from exc
 
     def requested(self, key: str) -> list[Version]:
         """`Store.requested` for both SQL-backed stores."""

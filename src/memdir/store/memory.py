@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import AlreadyExistsError, NotADirectoryError_, NotAFileError, NotFoundError, PathError
+from ..errors import AlreadyExistsError, ConflictError, NotADirectoryError_, NotAFileError, NotFoundError, PathError
 from ..paths import MemoryPath
 from ._base import (
     ANY,
@@ -220,6 +220,12 @@ class MemoryStore(Store):
             needed = {v.sha256 for v in self._s.versions} | {f.sha256 for f in self._s.files.values()}
             self._s.blobs = {sha: blob for sha, blob in self._s.blobs.items() if sha in needed}
         return len(gone)
+
+    def redact_content(self, sha256: str) -> bool:
+        with self._s.lock:
+            if any(f.sha256 == sha256 for f in self._s.files.values()):
+                raise ConflictError("a current file holds this content: change or delete the file first")
+            return self._s.blobs.pop(sha256, None) is not None
 
     def read_blob(self, sha256: str) -> bytes:
         with self._s.lock:

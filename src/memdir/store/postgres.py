@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     AlreadyExistsError,
+    ConflictError,
     CorruptStoreError,
     NotADirectoryError_,
     NotAFileError,
@@ -573,6 +574,18 @@ class PostgresStore(Store):
         if not rows:
             raise NotFoundError("no version of this namespace has that content")
         return bytes(rows[0][0])
+
+    def redact_content(self, sha256: str) -> bool:
+        def work(conn: PgConnection) -> bool:
+            _Changes.begin(conn, self.namespace)  # the namespace's lock: no write can take the content meanwhile
+            held = "SELECT 1 FROM memdir_files WHERE ns = ? AND sha256 = ?"
+            if conn.execute(held, (self.namespace, sha256)).fetchone() is not None:
+                raise ConflictError("a current file holds this content: change or delete the file first")
+            # The row goes now; its bytes leave the table's files when PostgreSQL vacuums it (autovacuum).
+            deleted = conn.execute("DELETE FROM memdir_blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha256))
+            return deleted.rowcount > 0
+
+        return self._db.run("redact content", work)
 
     def prune_history(self, before: float) -> int:
         def work(conn: PgConnection) -> int:

@@ -250,6 +250,9 @@ class SQLiteStore(Store):
     def requested(self, key: str) -> list[Version]:
         return self._index.requested(key)
 
+    def redact_content(self, sha256: str) -> bool:
+        return self._index.redact(sha256)
+
     def read_blob(self, sha256: str) -> bytes:
         with self._index.reading("read a version") as conn:
             content = self._index.blob(conn, sha256)
