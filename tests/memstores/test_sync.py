@@ -185,12 +185,13 @@ def test_what_a_side_cannot_hold_is_skipped(remote: LiveServer, tmp_path: Path) 
         store.write("/memories/ok.md", b"fine")
         store.write("/memories/binary.bin", b"\xff\xfe\x00 not text")
         store.write("/memories/big.md", b"x" * 102_401)
+        store.write("/memories/a\u200db.md", b"a ZWJ: the memory tool takes it, the API's path rules do not")
     report = run(local, memstore.spec, state)
-    assert kinds(report) == [("create", "ok.md"), ("skipped", "big.md"), ("skipped", "binary.bin")]
-    assert "not UTF-8 text" in report.of("skipped")[1].detail and "102,400" in report.of("skipped")[0].detail
-    memstore.api.beta.memory_stores.memories.create(memstore.id, path="/fine.md", content="y")
-    remote_hidden = run(memstore.spec, local, state)
-    assert ("create", "fine.md") in kinds(remote_hidden)
+    assert kinds(report) == [("create", "ok.md"), ("skipped", "a\u200db.md"), ("skipped", "big.md"), ("skipped", "binary.bin")]
+    why = {c.key: c.detail for c in report.of("skipped")}
+    assert "not UTF-8 text" in why["binary.bin"] and "102,400" in why["big.md"] and "format" in why["a\u200db.md"]
+    assert memstore.files() == {"/ok.md": "fine"}
+    assert kinds(run(local, memstore.spec, state)) == [("skipped", "a\u200db.md"), ("skipped", "big.md"), ("skipped", "binary.bin")]
 
 
 class PauseAfter:
@@ -245,3 +246,20 @@ def test_a_sync_killed_in_the_middle_resumes(tmp_path: Path) -> None:
         assert [c.key for c in resumed.of("link")] == ["notes/20.md"]  # found already there: matched, not made twice
         assert memstore.files() == {f"/notes/{i:02}.md": f"note {i}" for i in range(60)}
         assert run(local, memstore.spec, state).changes == []
+
+
+def test_memstore_id_uses_the_sdks_own_environment(remote: LiveServer, tmp_path: Path) -> None:
+    """``memstore:ID`` is Anthropic's API, or the one ANTHROPIC_BASE_URL names, with ANTHROPIC_API_KEY."""
+    local, memstore = str(tmp_path / "local"), Memstore(remote)
+    write(local, ("/a.md", "A"))
+    args = ["sync", "--state", str(tmp_path / "sync.db"), local, f"memstore:{memstore.id}"]
+    missing = CliRunner().invoke(cli, args, env={"ANTHROPIC_BASE_URL": remote.url})
+    assert missing.exit_code == 1 and "ANTHROPIC_API_KEY" in missing.stderr and "Traceback" not in missing.output
+    done = CliRunner().invoke(cli, args, env={"ANTHROPIC_BASE_URL": remote.url, "ANTHROPIC_API_KEY": memstore.token})
+    assert done.exit_code == 0, done.output
+    assert "Synced: 1 created." in done.stderr and memstore.files() == {"/a.md": "A"}
+    wrong = CliRunner().invoke(cli, [*args[:-1], "memstore:memstore_nothere"], env={"ANTHROPIC_BASE_URL": remote.url,
+                                                                                   "ANTHROPIC_API_KEY": memstore.token})  # fmt: skip
+    assert wrong.exit_code == 1 and "memstore:memstore_nothere" in wrong.stderr
+    bad_key = CliRunner().invoke(cli, args, env={"ANTHROPIC_BASE_URL": remote.url, "ANTHROPIC_API_KEY": "mdt_" + "x" * 43})
+    assert bad_key.exit_code == 1 and "refused the API key" in bad_key.stderr

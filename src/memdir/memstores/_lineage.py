@@ -89,13 +89,15 @@ class Lineage:
 
     # -- keeping up with the log --------------------------------------------------------------------------
 
-    def catch_up(self, *, rescan: bool = False) -> None:
+    def catch_up(self, *, rescan: bool = False, probe: bool = True) -> None:
         """Give ids to every version the log gained since the last call. ``rescan``: let a directory store look
-        for edits made outside memdir first (what a listing wants; a write already recorded its own)."""
-        with self._db.reading("read the memory ids") as conn:
-            row = conn.execute("SELECT last FROM memstore_cursor WHERE ns = ?", (self.ns,)).fetchone()
-        if next(iter(self.store.log(0 if row is None else int(row[0]), rescan=rescan)), None) is None:
-            return
+        for edits made outside memdir first (what a listing wants; a write already recorded its own). ``probe``:
+        look before taking the write lock (False right after a write: there is something new)."""
+        if probe:
+            with self._db.reading("read the memory ids") as conn:
+                row = conn.execute("SELECT last FROM memstore_cursor WHERE ns = ?", (self.ns,)).fetchone()
+            if next(iter(self.store.log(0 if row is None else int(row[0]), rescan=rescan)), None) is None:
+                return
         with self._db.transaction("record the memory ids") as conn:
             last = self._lock_cursor(conn)
             for version in self.store.log(last, rescan=False):
@@ -163,6 +165,20 @@ class Lineage:
         shown = memory_id[:80] if isinstance(memory_id, str) else ""
         raise NotFoundError(f"no memory {shown!r} in this memory store")
 
+    def latest(self, memory_id: object) -> tuple[MemoryRow, int, str]:
+        """The memory with this id, and the number and id of its latest version taken in (one query: what a
+        retrieve checks the file against). `NotFoundError` for any other value."""
+        if is_id(MEMORY, memory_id):
+            with self._db.reading("read a memory") as conn:
+                row = conn.execute(
+                    "SELECT m.path, m.created, v.version, v.id FROM memstore_memories m JOIN memstore_versions v "
+                    "ON v.ns = m.ns AND v.memory_id = m.id WHERE m.ns = ? AND m.id = ? ORDER BY v.version DESC LIMIT 1",
+                    (self.ns, memory_id),
+                ).fetchone()
+            if row is not None:
+                return MemoryRow(str(memory_id), row[0], float(row[1])), int(row[2]), str(row[3])
+        return self.memory(memory_id), 0, ""  # raises NotFoundError, or: a memory without versions (none left)
+
     def memories_at(self, keys: Iterable[str]) -> dict[str, MemoryRow]:
         """The live memories at these paths."""
         found: dict[str, MemoryRow] = {}
@@ -194,6 +210,14 @@ class Lineage:
                 ).fetchall()
                 found.update((int(r[0]), str(r[1])) for r in rows)
         return found
+
+    def version_of(self, number: int) -> tuple[str, str] | None:
+        """(version id, memory id) of the version numbered ``number`` in the store's log, once taken in."""
+        with self._db.reading("read the version ids") as conn:
+            row = conn.execute(
+                "SELECT id, memory_id FROM memstore_versions WHERE ns = ? AND version = ?", (self.ns, number)
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def version(self, version_id: object) -> VersionRow:
         if is_id(VERSION, version_id):

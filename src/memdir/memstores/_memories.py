@@ -27,7 +27,7 @@ from ._paths import api_path, memory_path
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ..store._base import Entry, FileData, Origin
+    from ..store._base import Entry, FileData, Origin, Version
     from ._lineage import MemoryRow, VersionFilter, VersionRow
 
 __all__ = ["MAX_CONTENT_BYTES", "Memories", "check_sha256"]
@@ -75,18 +75,15 @@ class Memories:
         target = memory_path(path)
         data = encode_content("" if content is None else content)
         try:
-            self.store.write(target, data, expect=MISSING, origin=origin, op="create")
+            version = self.store.write(target, data, expect=MISSING, origin=origin, op="create")
         except (AlreadyExistsError, NotADirectoryError_, NotAFileError) as exc:
             raise self._path_conflict(target) from exc
-        self.lineage.catch_up()
-        return self._answer(target, full=full)
+        self.lineage.catch_up(probe=False)
+        return self._written(version, version.timestamp, full=full)
 
     def retrieve(self, memory_id: object, *, full: bool) -> dict[str, Any]:
-        self.lineage.catch_up(rescan=True)
-        try:
-            return self._answer(self._live(memory_id), full=full)
-        except (NotFoundError, NotAFileError) as exc:  # deleted by another door since the catch-up
-            raise NotFoundError(f"memory {memory_id} was deleted (its versions are still listed)") from exc
+        row, data, version_id = self._current(memory_id)
+        return self._read_memory(row, data, version_id, full=full)
 
     def update(
         self,
@@ -98,54 +95,83 @@ class Memories:
         origin: Origin,
         full: bool,
     ) -> dict[str, Any]:
-        self.lineage.catch_up(rescan=True)
-        source = self._live(memory_id)
+        row, current, _ = self._current(memory_id)
+        source = current.path
         dest = None if path is None else memory_path(path)
         data = None if content is None else encode_content(content)
+        last: Version | None = None
         for _ in range(_RETRIES):
-            current = self.store.read(source)
             wanted_sha = current.sha256 if data is None else sha256_hex(data)
             moving = dest is not None and dest != source
             # A stale precondition is forgiven when the memory already is what the update asks for.
             already = wanted_sha == current.sha256 and not moving and (data is not None or dest is not None)
             if expected is not None and current.sha256 != expected and not already:
                 raise PreconditionFailedError(
-                    f"memory {memory_id} changed: its content_sha256 is {current.sha256}, not {expected}"
+                    f"memory {row.id} changed: its content_sha256 is {current.sha256}, not {expected}"
                 )
             if moving and dest is not None and self._blocker(dest) is not None:
                 raise self._path_conflict(dest)  # before anything is written: a rename-and-edit never half happens
             if data is not None and wanted_sha != current.sha256:
                 try:
-                    self.store.write(source, data, expect=current.version, origin=origin)
+                    last = self.store.write(source, data, expect=current.version, origin=origin)
                 except ConflictError:
-                    continue  # written meanwhile: judged again on what is there now
+                    current = self.store.read(source)  # written meanwhile: judged again on what is there now
+                    continue
             if moving and dest is not None:
-                self._move(source, dest, origin)
-                source = dest
+                last = self._move(source, dest, origin)
             break
         else:
-            raise ConflictError(f"memory {memory_id} kept changing under this update; try again")
-        self.lineage.catch_up()
-        return self._answer(source, full=full)
+            raise ConflictError(f"memory {row.id} kept changing under this update; try again")
+        if last is None:  # nothing to change: no new version
+            return self._answer(source, full=full)
+        self.lineage.catch_up(probe=False)
+        return self._written(last, row.created, full=full)
 
     def delete(self, memory_id: object, expected: str | None, origin: Origin) -> dict[str, Any]:
-        self.lineage.catch_up(rescan=True)
-        target = self._live(memory_id)
-        if expected is not None:
-            current = self.store.read(target)
-            if current.sha256 != expected:
-                raise PreconditionFailedError(
-                    f"memory {memory_id} changed: its content_sha256 is {current.sha256}, not {expected}"
-                )
-        self.store.delete(target, origin=origin)
-        self.lineage.catch_up()
-        return {"type": "memory_deleted", "id": memory_id}
+        row, current, _ = self._current(memory_id)
+        if expected is not None and current.sha256 != expected:
+            raise PreconditionFailedError(
+                f"memory {row.id} changed: its content_sha256 is {current.sha256}, not {expected}"
+            )
+        # No precondition on the delete itself: the server's write lock keeps other doors' writes out meanwhile.
+        self.store.delete(current.path, origin=origin)
+        self.lineage.catch_up(probe=False)
+        return {"type": "memory_deleted", "id": row.id}
 
-    def _live(self, memory_id: object) -> MemoryPath:
-        row = self.lineage.memory(memory_id)
-        if row.key is None:
-            raise NotFoundError(f"memory {row.id} was deleted (its versions are still listed)")
-        return MemoryPath(tuple(row.key.split("/")))
+    def _current(self, memory_id: object) -> tuple[MemoryRow, FileData, str]:
+        """The memory, its file as it is now and the id of its current version. Checked against the file's
+        current version (its id must name this memory): a file changed by another door since the ids were last
+        brought up to date is caught up with first, never taken for this memory."""
+        for attempt in range(2):
+            row, number, version_id = self.lineage.latest(memory_id)
+            if row.key is None:
+                break
+            try:
+                data = self.store.read(MemoryPath(tuple(row.key.split("/"))))
+            except (NotFoundError, NotAFileError):
+                data = None
+            if data is not None and data.version == number:  # the file is at this memory's latest version
+                return row, data, version_id
+            if attempt == 0:
+                self.lineage.catch_up(rescan=True)
+        raise NotFoundError(f"memory {row.id} was deleted (its versions are still listed)")
+
+    def _written(self, version: Version, created: float, *, full: bool) -> dict[str, Any]:
+        """The memory a write just made, from the write's own `Version` (what was stored: the store may have
+        changed what was sent), its content read back for ``view=full``."""
+        ids = self.lineage.version_of(version.version)
+        if ids is None or version.sha256 is None:  # taken in by no catch-up: its history pruned already?
+            return self._answer(version.path, full=full)
+        content = None
+        if full:
+            data = self.store.read(version.path)
+            if data.version != version.version:
+                return self._answer(version.path, full=True)  # written again since: that version, whole
+            content = _text(data.content)
+        return memory_json(
+            self.store_id, ids[1], api_path(version.path), sha256=version.sha256, size=version.size,
+            version_id=ids[0], created=created, updated=version.timestamp, content=content,
+        )  # fmt: skip
 
     def _answer(self, target: MemoryPath, *, full: bool) -> dict[str, Any]:
         """The memory at ``target`` as it is now, read back."""
@@ -174,9 +200,9 @@ class Memories:
 
     # -- paths taken ----------------------------------------------------------------------------------------
 
-    def _move(self, source: MemoryPath, dest: MemoryPath, origin: Origin) -> None:
+    def _move(self, source: MemoryPath, dest: MemoryPath, origin: Origin) -> Version:
         try:
-            self.store.move(source, dest, origin=origin)
+            return self.store.move(source, dest, origin=origin)[-1]
         except (AlreadyExistsError, NotADirectoryError_, NotAFileError) as exc:
             raise self._path_conflict(dest) from exc
 
