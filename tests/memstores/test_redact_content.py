@@ -20,7 +20,7 @@ def test_content_goes_and_the_versions_stay(store: Store, backend: str) -> None:
     with pytest.raises(ConflictError):  # a current file holds it
         store.redact_content(store.read("/memories/a.md").sha256)
     assert store.redact_content(first.sha256) is True
-    with pytest.raises(NotFoundError):
+    with pytest.raises(NotFoundError, match="redacted"):
         store.read_blob(first.sha256)
     with pytest.raises(NotFoundError):
         store.read_version("/memories/a.md", first.version)
@@ -29,3 +29,6 @@ def test_content_goes_and_the_versions_stay(store: Store, backend: str) -> None:
     assert store.redact_content(first.sha256) is False  # nothing left to remove
     store.write("/memories/b.md", b"to be redacted")  # the same content written again is stored again
     assert store.read("/memories/b.md").content == b"to be redacted"
+    assert store.read_blob(first.sha256) == b"to be redacted"
+    store.write("/memories/empty.md", b"")  # the empty content is not taken for a redacted one
+    assert store.read_blob(store.read("/memories/empty.md").sha256) == b""

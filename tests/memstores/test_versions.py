@@ -121,6 +121,10 @@ def test_redaction_takes_the_bytes_out_of_the_database(
     assert versions.redact(made.memory_version_id, memory_store_id=store_id).redacted_at == redacted.redacted_at
     assert leaked.encode() not in database_bytes(db_path)  # gone from the file and its WAL, not hidden
     assert memories.retrieve(made.id, memory_store_id=store_id).content == "nothing to see"
+    from memdir.doctor import diagnose
+
+    checked = diagnose(f"sqlite://{db_path}")  # a redacted version is not a version whose content went missing
+    assert [f for f in checked.findings if f.severity == "error"] == []
     with server.services.tenants.lease(store_id) as store:
         [entry] = [e for e in audit_entries(store) if e["command"] == "redact"]
     assert (entry["actor"], entry["path"], entry["outcome"]) == ("api", "/memories/leak.md", "ok")

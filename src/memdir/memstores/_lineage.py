@@ -181,34 +181,24 @@ class Lineage:
 
     def memories_at(self, keys: Iterable[str]) -> dict[str, MemoryRow]:
         """The live memories at these paths."""
-        found: dict[str, MemoryRow] = {}
-        wanted = list(keys)
-        with self._db.reading("read the memory ids") as conn:
-            for at in range(0, len(wanted), _CHUNK):
-                chunk = wanted[at : at + _CHUNK]
-                rows = conn.execute(
-                    f"SELECT id, path, created FROM memstore_memories WHERE ns = ? AND path IN "
-                    f"({','.join('?' * len(chunk))})",
-                    (self.ns, *chunk),
-                ).fetchall()
-                found.update((str(r[1]), MemoryRow(str(r[0]), str(r[1]), float(r[2]))) for r in rows)
-        return found
+        rows = self._rows_in("SELECT id, path, created FROM memstore_memories", "path", list(keys))
+        return {str(r[1]): MemoryRow(str(r[0]), str(r[1]), float(r[2])) for r in rows}
 
     # -- versions -----------------------------------------------------------------------------------------
 
     def version_ids(self, numbers: Iterable[int]) -> dict[int, str]:
         """The ids of the versions with these numbers in the store's log."""
-        found: dict[int, str] = {}
-        wanted = sorted(set(numbers))
-        with self._db.reading("read the version ids") as conn:
-            for at in range(0, len(wanted), _CHUNK):
-                chunk = wanted[at : at + _CHUNK]
-                rows = conn.execute(
-                    f"SELECT version, id FROM memstore_versions WHERE ns = ? AND version IN "
-                    f"({','.join('?' * len(chunk))})",
-                    (self.ns, *chunk),
-                ).fetchall()
-                found.update((int(r[0]), str(r[1])) for r in rows)
+        rows = self._rows_in("SELECT version, id FROM memstore_versions", "version", sorted(set(numbers)))
+        return {int(r[0]): str(r[1]) for r in rows}
+
+    def _rows_in(self, select: str, column: str, values: Sequence[object]) -> list[Any]:
+        """``select`` for the namespace's rows whose ``column`` is one of ``values`` (a bounded IN list at a time)."""
+        found: list[Any] = []
+        with self._db.reading("read the memory ids") as conn:
+            for at in range(0, len(values), _CHUNK):
+                chunk = values[at : at + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                found += conn.execute(f"{select} WHERE ns = ? AND {column} IN ({marks})", (self.ns, *chunk)).fetchall()
         return found
 
     def version_of(self, number: int) -> tuple[str, str] | None:

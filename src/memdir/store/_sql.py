@@ -456,8 +456,10 @@ class SqlIndex(SqlDatabase):
         `QuotaError` when the write would take the namespace over ``quota`` (the caller's rollback undoes it)."""
         now = time.time() if ts is None else ts
         if content is not None:
+            # Stored once per namespace; a row left empty by a redaction (`is_redacted`) takes the content again.
             conn.execute(
-                "INSERT OR IGNORE INTO blobs (ns, sha256, content) VALUES (?, ?, ?)",
+                "INSERT INTO blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT (ns, sha256) "
+                "DO UPDATE SET content = excluded.content WHERE length(blobs.content) = 0",
                 (self.namespace, sha, content),
             )
             size = len(content)
@@ -677,15 +679,18 @@ class SqlIndex(SqlDatabase):
         return len(gone)
 
     def redact(self, sha: str) -> bool:
-        """`Store.redact_content` for both SQL-backed stores: the blob row goes, and so do its bytes."""
+        """`Store.redact_content` for both SQL-backed stores: the blob row keeps its hash, and loses its bytes."""
         with self.transaction("redact content") as conn:
             if conn.execute("SELECT 1 FROM files WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone():
                 raise ConflictError("a current file holds this content: change or delete the file first")
-            # A DELETE alone only marks the pages free: the bytes would stay in the file until SQLite reuses them.
-            # secure_delete makes SQLite overwrite what it frees (with zeros) in this transaction.
+            # Emptying the row alone would only mark the old bytes' pages free, to stay in the file until SQLite
+            # reuses them: secure_delete makes SQLite overwrite what it frees (with zeros) in this transaction.
             conn.execute("PRAGMA secure_delete = ON")
             try:
-                removed = conn.execute("DELETE FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).rowcount
+                removed = conn.execute(
+                    "UPDATE blobs SET content = X'' WHERE ns = ? AND sha256 = ? AND length(content) > 0",
+                    (self.namespace, sha),
+                ).rowcount
             finally:
                 conn.execute("PRAGMA secure_delete = OFF")
         self._truncate_wal()

@@ -70,6 +70,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     sha256_hex,
 )
@@ -397,6 +398,8 @@ class DirectoryStore(Store):
             content = index.blob(conn, sha256)
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, content):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return content
 
     # -- internals ----------------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     prunable_versions,
     sha256_hex,
@@ -290,7 +291,9 @@ class _Changes:
         with conn.raw.pipeline():
             if self.blobs:
                 conn.executemany(
-                    "INSERT INTO memdir_blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    # Stored once per namespace; a row left empty by a redaction (`is_redacted`) takes it again.
+                    "INSERT INTO memdir_blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT (ns, sha256) "
+                    "DO UPDATE SET content = EXCLUDED.content WHERE octet_length(memdir_blobs.content) = 0",
                     [(self.ns, sha, content) for sha, content in self.blobs.items()],
                 )
             if self.gone:
@@ -573,6 +576,8 @@ class PostgresStore(Store):
         )
         if not rows:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, bytes(rows[0][0])):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return bytes(rows[0][0])
 
     def redact_content(self, sha256: str) -> bool:
@@ -581,9 +586,12 @@ class PostgresStore(Store):
             held = "SELECT 1 FROM memdir_files WHERE ns = ? AND sha256 = ?"
             if conn.execute(held, (self.namespace, sha256)).fetchone() is not None:
                 raise ConflictError("a current file holds this content: change or delete the file first")
-            # The row goes now; its bytes leave the table's files when PostgreSQL vacuums it (autovacuum).
-            deleted = conn.execute("DELETE FROM memdir_blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha256))
-            return deleted.rowcount > 0
+            # The row keeps its hash; its old bytes leave the table's files when PostgreSQL vacuums it (autovacuum).
+            emptied = conn.execute(
+                "UPDATE memdir_blobs SET content = ''::bytea WHERE ns = ? AND sha256 = ? AND octet_length(content) > 0",
+                (self.namespace, sha256),
+            )
+            return emptied.rowcount > 0
 
         return self._db.run("redact content", work)
 

@@ -37,6 +37,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     sha256_hex,
 )
@@ -258,6 +259,8 @@ class SQLiteStore(Store):
             content = self._index.blob(conn, sha256)
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, content):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return content
 
     # -- helpers ------------------------------------------------------------------------------------------
