@@ -194,3 +194,33 @@ def test_bad_parameters_are_400(api: anthropic.Anthropic, store_id: str) -> None
         memories.create(store_id, path="/x.md", content=None, extra_body={"content": 5})
     with pytest.raises(anthropic.NotFoundError):
         memories.retrieve("mem_doesnotexist", memory_store_id=store_id)
+
+
+def test_racing_conditional_updates_let_exactly_one_through(
+    client: Client, api: anthropic.Anthropic, store_id: str
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    made = api.beta.memory_stores.memories.create(store_id, path="/race.md", content="start")
+    precondition = {"type": "content_sha256", "content_sha256": made.content_sha256}
+    racers = [client("alice") for _ in range(8)]
+
+    def attempt(i: int) -> str:
+        try:
+            racers[i].beta.memory_stores.memories.update(
+                made.id,
+                memory_store_id=store_id,
+                content=f"writer {i}",
+                precondition=precondition,  # type: ignore[arg-type]
+            )
+            return "won"
+        except anthropic.ConflictError as exc:
+            assert exc.type == "memory_precondition_failed_error"
+            return "refused"
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(attempt, range(8)))
+    assert sorted(outcomes) == ["refused"] * 7 + ["won"]
+    winner = outcomes.index("won")
+    assert api.beta.memory_stores.memories.retrieve(made.id, memory_store_id=store_id).content == f"writer {winner}"
+    assert len(list(api.beta.memory_stores.memory_versions.list(store_id, memory_id=made.id))) == 2

@@ -187,11 +187,20 @@ def test_what_a_side_cannot_hold_is_skipped(remote: LiveServer, tmp_path: Path) 
         store.write("/memories/big.md", b"x" * 102_401)
         store.write("/memories/a\u200db.md", b"a ZWJ: the memory tool takes it, the API's path rules do not")
     report = run(local, memstore.spec, state)
-    assert kinds(report) == [("create", "ok.md"), ("skipped", "a\u200db.md"), ("skipped", "big.md"), ("skipped", "binary.bin")]
+    assert kinds(report) == [
+        ("create", "ok.md"),
+        ("skipped", "a\u200db.md"),
+        ("skipped", "big.md"),
+        ("skipped", "binary.bin"),
+    ]
     why = {c.key: c.detail for c in report.of("skipped")}
     assert "not UTF-8 text" in why["binary.bin"] and "102,400" in why["big.md"] and "format" in why["a\u200db.md"]
     assert memstore.files() == {"/ok.md": "fine"}
-    assert kinds(run(local, memstore.spec, state)) == [("skipped", "a\u200db.md"), ("skipped", "big.md"), ("skipped", "binary.bin")]
+    assert kinds(run(local, memstore.spec, state)) == [
+        ("skipped", "a\u200db.md"),
+        ("skipped", "big.md"),
+        ("skipped", "binary.bin"),
+    ]
 
 
 class PauseAfter:
@@ -261,5 +270,7 @@ def test_memstore_id_uses_the_sdks_own_environment(remote: LiveServer, tmp_path:
     wrong = CliRunner().invoke(cli, [*args[:-1], "memstore:memstore_nothere"], env={"ANTHROPIC_BASE_URL": remote.url,
                                                                                    "ANTHROPIC_API_KEY": memstore.token})  # fmt: skip
     assert wrong.exit_code == 1 and "memstore:memstore_nothere" in wrong.stderr
-    bad_key = CliRunner().invoke(cli, args, env={"ANTHROPIC_BASE_URL": remote.url, "ANTHROPIC_API_KEY": "mdt_" + "x" * 43})
+    bad_key = CliRunner().invoke(
+        cli, args, env={"ANTHROPIC_BASE_URL": remote.url, "ANTHROPIC_API_KEY": "mdt_" + "x" * 43}
+    )
     assert bad_key.exit_code == 1 and "refused the API key" in bad_key.stderr

@@ -96,36 +96,51 @@ class Memories:
         full: bool,
     ) -> dict[str, Any]:
         row, current, _ = self._current(memory_id)
-        source = current.path
         dest = None if path is None else memory_path(path)
         data = None if content is None else encode_content(content)
-        last: Version | None = None
         for _ in range(_RETRIES):
-            wanted_sha = current.sha256 if data is None else sha256_hex(data)
-            moving = dest is not None and dest != source
-            # A stale precondition is forgiven when the memory already is what the update asks for.
-            already = wanted_sha == current.sha256 and not moving and (data is not None or dest is not None)
-            if expected is not None and current.sha256 != expected and not already:
-                raise PreconditionFailedError(
-                    f"memory {row.id} changed: its content_sha256 is {current.sha256}, not {expected}"
-                )
-            if moving and dest is not None and self._blocker(dest) is not None:
-                raise self._path_conflict(dest)  # before anything is written: a rename-and-edit never half happens
-            if data is not None and wanted_sha != current.sha256:
-                try:
-                    last = self.store.write(source, data, expect=current.version, origin=origin)
-                except ConflictError:
-                    current = self.store.read(source)  # written meanwhile: judged again on what is there now
-                    continue
-            if moving and dest is not None:
-                last = self._move(source, dest, origin)
-            break
+            try:
+                last = self._apply_update(row, current, dest, data, expected, origin)
+                break
+            except PreconditionFailedError:
+                raise
+            except ConflictError:
+                current = self.store.read(current.path)  # written meanwhile: judged again on what is there now
         else:
             raise ConflictError(f"memory {row.id} kept changing under this update; try again")
         if last is None:  # nothing to change: no new version
-            return self._answer(source, full=full)
+            return self._answer(current.path, full=full)
         self.lineage.catch_up(probe=False)
         return self._written(last, row.created, full=full)
+
+    def _apply_update(
+        self,
+        row: MemoryRow,
+        current: FileData,
+        dest: MemoryPath | None,
+        data: bytes | None,
+        expected: str | None,
+        origin: Origin,
+    ) -> Version | None:
+        """Write and/or move the memory, if ``expected`` (when given) holds; the last version made (None: none).
+        `ConflictError` when the file changed since ``current`` was read."""
+        source = current.path
+        edits = data is not None and sha256_hex(data) != current.sha256
+        moving = dest is not None and dest != source
+        # A stale precondition is forgiven when the memory already is what the update asks for.
+        already = not edits and not moving and (data is not None or dest is not None)
+        if expected is not None and current.sha256 != expected and not already:
+            raise PreconditionFailedError(
+                f"memory {row.id} changed: its content_sha256 is {current.sha256}, not {expected}"
+            )
+        if moving and dest is not None and self._blocker(dest) is not None:
+            raise self._path_conflict(dest)  # before anything is written: a rename-and-edit never half happens
+        last = None
+        if edits and data is not None:
+            last = self.store.write(source, data, expect=current.version, origin=origin)
+        if moving and dest is not None:
+            last = self._move(source, dest, origin)
+        return last
 
     def delete(self, memory_id: object, expected: str | None, origin: Origin) -> dict[str, Any]:
         row, current, _ = self._current(memory_id)
