@@ -89,29 +89,37 @@ class Lineage:
 
     # -- keeping up with the log --------------------------------------------------------------------------
 
-    def catch_up(self, *, rescan: bool = False, probe: bool = True) -> None:
-        """Give ids to every version the log gained since the last call. ``rescan``: let a directory store look
-        for edits made outside memdir first (what a listing wants; a write already recorded its own). ``probe``:
-        look before taking the write lock (False right after a write: there is something new)."""
-        if probe:
+    def catch_up(self, *, rescan: bool = False, written: Sequence[Version] = ()) -> dict[int, tuple[str, str]]:
+        """Give ids to every version the log gained since the last call; (version id, memory id) by version number
+        of those it took in. ``rescan``: let a directory store look for edits made outside memdir first (what a
+        listing wants; a write already recorded its own). ``written``: the versions a write just made (they are
+        new, so no look before taking the lock; and when nothing else came before them, the log is not read)."""
+        if not written:
             with self._db.reading("read the memory ids") as conn:
                 row = conn.execute("SELECT last FROM memstore_cursor WHERE ns = ?", (self.ns,)).fetchone()
             if next(iter(self.store.log(0 if row is None else int(row[0]), rescan=rescan)), None) is None:
-                return
+                return {}
+        taken: dict[int, tuple[str, str]] = {}
         with self._db.transaction("record the memory ids") as conn:
             last = self._lock_cursor(conn)
-            for version in self.store.log(last, rescan=False):
-                self._take(conn, version)
+            numbers = [v.version for v in written]
+            news = written if numbers == list(range(last + 1, last + 1 + len(numbers))) else self.store.log(last)
+            for version in news:
+                taken[version.version] = self._take(conn, version)
                 last = version.version
             conn.execute("UPDATE memstore_cursor SET last = ? WHERE ns = ?", (last, self.ns))
+        return taken
 
     def _lock_cursor(self, conn: AuxConnection) -> int:
-        conn.execute("INSERT INTO memstore_cursor (ns, last) VALUES (?, 0) ON CONFLICT DO NOTHING", (self.ns,))
         lock = " FOR UPDATE" if self._db.dialect == "postgres" else ""
+        row = conn.execute(f"SELECT last FROM memstore_cursor WHERE ns = ?{lock}", (self.ns,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        conn.execute("INSERT INTO memstore_cursor (ns, last) VALUES (?, 0) ON CONFLICT DO NOTHING", (self.ns,))
         row = conn.execute(f"SELECT last FROM memstore_cursor WHERE ns = ?{lock}", (self.ns,)).fetchone()
         return int(row[0])
 
-    def _take(self, conn: AuxConnection, version: Version) -> None:
+    def _take(self, conn: AuxConnection, version: Version) -> tuple[str, str]:
         key = version.path.key
         if version.op == "rename" and version.old_path is not None:
             memory = self._live(conn, version.old_path.key)
@@ -123,19 +131,21 @@ class Lineage:
                 conn.execute("UPDATE memstore_memories SET path = ? WHERE ns = ? AND id = ?", (key, self.ns, memory))
         elif version.sha256 is None:
             memory, operation = self._live(conn, key), "deleted"
-            if memory is None:
-                return  # a deletion of a file whose writes were pruned from the log: nothing to number it against
+            if memory is None:  # a deletion of a file whose writes were pruned from the log: a memory of its own
+                memory = self._new(conn, key, version.timestamp)
             self._vacate(conn, key)
         else:
             memory, operation = self._live(conn, key), "modified"
             if memory is None:
                 memory, operation = self._new(conn, key, version.timestamp), "created"
         size = None if version.sha256 is None else version.size
+        version_id = new_id(VERSION)
         conn.execute(
             f"INSERT INTO memstore_versions (ns, {_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.ns, new_id(VERSION), version.version, memory, operation, version.timestamp, key, version.sha256,
+            (self.ns, version_id, version.version, memory, operation, version.timestamp, key, version.sha256,
              size, version.actor, version.session, None, None),
         )  # fmt: skip
+        return version_id, memory
 
     def _live(self, conn: AuxConnection, key: str) -> str | None:
         row = conn.execute("SELECT id FROM memstore_memories WHERE ns = ? AND path = ?", (self.ns, key)).fetchone()

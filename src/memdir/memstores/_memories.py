@@ -78,8 +78,7 @@ class Memories:
             version = self.store.write(target, data, expect=MISSING, origin=origin, op="create")
         except (AlreadyExistsError, NotADirectoryError_, NotAFileError) as exc:
             raise self._path_conflict(target) from exc
-        self.lineage.catch_up(probe=False)
-        return self._written(version, version.timestamp, full=full)
+        return self._written(version, version.timestamp, self.lineage.catch_up(written=[version]), full=full)
 
     def retrieve(self, memory_id: object, *, full: bool) -> dict[str, Any]:
         row, data, version_id = self._current(memory_id)
@@ -100,7 +99,7 @@ class Memories:
         data = None if content is None else encode_content(content)
         for _ in range(_RETRIES):
             try:
-                last = self._apply_update(row, current, dest, data, expected, origin)
+                made = self._apply_update(row, current, dest, data, expected, origin)
                 break
             except PreconditionFailedError:
                 raise
@@ -108,10 +107,9 @@ class Memories:
                 current = self.store.read(current.path)  # written meanwhile: judged again on what is there now
         else:
             raise ConflictError(f"memory {row.id} kept changing under this update; try again")
-        if last is None:  # nothing to change: no new version
+        if not made:  # nothing to change: no new version
             return self._answer(current.path, full=full)
-        self.lineage.catch_up(probe=False)
-        return self._written(last, row.created, full=full)
+        return self._written(made[-1], row.created, self.lineage.catch_up(written=made), full=full)
 
     def _apply_update(
         self,
@@ -121,9 +119,9 @@ class Memories:
         data: bytes | None,
         expected: str | None,
         origin: Origin,
-    ) -> Version | None:
-        """Write and/or move the memory, if ``expected`` (when given) holds; the last version made (None: none).
-        `ConflictError` when the file changed since ``current`` was read."""
+    ) -> list[Version]:
+        """Write and/or move the memory, if ``expected`` (when given) holds; the versions made (none: nothing to
+        do). `ConflictError` when the file changed since ``current`` was read."""
         source = current.path
         edits = data is not None and sha256_hex(data) != current.sha256
         moving = dest is not None and dest != source
@@ -135,12 +133,12 @@ class Memories:
             )
         if moving and dest is not None and self._blocker(dest) is not None:
             raise self._path_conflict(dest)  # before anything is written: a rename-and-edit never half happens
-        last = None
+        made = []
         if edits and data is not None:
-            last = self.store.write(source, data, expect=current.version, origin=origin)
+            made.append(self.store.write(source, data, expect=current.version, origin=origin))
         if moving and dest is not None:
-            last = self._move(source, dest, origin)
-        return last
+            made += self._move(source, dest, origin)
+        return made
 
     def delete(self, memory_id: object, expected: str | None, origin: Origin) -> dict[str, Any]:
         row, current, _ = self._current(memory_id)
@@ -149,8 +147,7 @@ class Memories:
                 f"memory {row.id} changed: its content_sha256 is {current.sha256}, not {expected}"
             )
         # No precondition on the delete itself: the server's write lock keeps other doors' writes out meanwhile.
-        self.store.delete(current.path, origin=origin)
-        self.lineage.catch_up(probe=False)
+        self.lineage.catch_up(written=self.store.delete(current.path, origin=origin))
         return {"type": "memory_deleted", "id": row.id}
 
     def _current(self, memory_id: object) -> tuple[MemoryRow, FileData, str]:
@@ -171,10 +168,12 @@ class Memories:
                 self.lineage.catch_up(rescan=True)
         raise NotFoundError(f"memory {row.id} was deleted (its versions are still listed)")
 
-    def _written(self, version: Version, created: float, *, full: bool) -> dict[str, Any]:
+    def _written(
+        self, version: Version, created: float, taken: dict[int, tuple[str, str]], *, full: bool
+    ) -> dict[str, Any]:
         """The memory a write just made, from the write's own `Version` (what was stored: the store may have
-        changed what was sent), its content read back for ``view=full``."""
-        ids = self.lineage.version_of(version.version)
+        changed what was sent) and the ids the catch-up gave it, its content read back for ``view=full``."""
+        ids = taken.get(version.version) or self.lineage.version_of(version.version)
         if ids is None or version.sha256 is None:  # taken in by no catch-up: its history pruned already?
             return self._answer(version.path, full=full)
         content = None
@@ -215,9 +214,9 @@ class Memories:
 
     # -- paths taken ----------------------------------------------------------------------------------------
 
-    def _move(self, source: MemoryPath, dest: MemoryPath, origin: Origin) -> Version:
+    def _move(self, source: MemoryPath, dest: MemoryPath, origin: Origin) -> list[Version]:
         try:
-            return self.store.move(source, dest, origin=origin)[-1]
+            return self.store.move(source, dest, origin=origin)
         except (AlreadyExistsError, NotADirectoryError_, NotAFileError) as exc:
             raise self._path_conflict(dest) from exc
 

@@ -19,6 +19,7 @@ made under names the API would refuse (more than 20 segments, a ZWJ) are still l
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import NoReturn
 
@@ -31,6 +32,7 @@ __all__ = ["MAX_PATH_BYTES", "MAX_SEGMENTS", "api_path", "memory_path", "prefix_
 MAX_SEGMENTS = 20
 MAX_PATH_BYTES = 1024
 _SEPARATORS = frozenset("\u2028\u2029")
+_PLAIN = re.compile(r"[\x20-\x7e]*")
 _SHOWN = 200  # characters of a refused path quoted back
 
 
@@ -68,6 +70,8 @@ def _check_api_rules(raw: str, field: str) -> None:
         _refuse(raw, field, "a segment is empty ('//', or a '/' at the end)")
     if any(s in (".", "..") for s in segments):
         _refuse(raw, field, "'.' and '..' segments are not allowed")
+    if _PLAIN.fullmatch(raw):  # printable ASCII: no control, format or separator character, and NFC already
+        return
     for ch in raw:
         category = unicodedata.category(ch)
         if category in ("Cc", "Cf", "Cs") or ch in _SEPARATORS:
