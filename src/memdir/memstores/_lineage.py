@@ -103,7 +103,8 @@ class Lineage:
         with self._db.transaction("record the memory ids") as conn:
             last = self._lock_cursor(conn)
             numbers = [v.version for v in written]
-            news = written if numbers == list(range(last + 1, last + 1 + len(numbers))) else self.store.log(last)
+            follows = bool(written) and numbers == list(range(last + 1, last + 1 + len(numbers)))
+            news = written if follows else self.store.log(last)
             for version in news:
                 taken[version.version] = self._take(conn, version)
                 last = version.version
