@@ -274,3 +274,14 @@ def test_memstore_id_uses_the_sdks_own_environment(remote: LiveServer, tmp_path:
         cli, args, env={"ANTHROPIC_BASE_URL": remote.url, "ANTHROPIC_API_KEY": "mdt_" + "x" * 43}
     )
     assert bad_key.exit_code == 1 and "refused the API key" in bad_key.stderr
+
+
+def test_namespace_of_the_store_side(remote: LiveServer, tmp_path: Path) -> None:
+    url, memstore = f"sqlite://{tmp_path / 'shared.db'}", Memstore(remote)
+    with open_store(url, namespace="team") as team, open_store(url, namespace="other") as other:
+        team.write("/memories/team.md", b"T")
+        other.write("/memories/other.md", b"O")
+    args = ["sync", "--state", str(tmp_path / "sync.db"), "-n", "team", url, memstore.spec]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert memstore.files() == {"/team.md": "T"}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..config import data_dir
-from . import Context, cli, fail_cleanly, pass_context
+from . import Context, cli, fail_cleanly
 from ._output import plural
 
 if TYPE_CHECKING:
@@ -34,10 +34,18 @@ _TODO = {"create": "would create", "change": "would change", "delete": "would de
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where the state of past syncs is kept [default: sync.db in memdir's data directory].",
 )
-@pass_context
+@click.option("--namespace", "-n", metavar="NAME", help="The namespace of a memdir store side [default: the group's].")
+@click.pass_obj
 @fail_cleanly
 def sync_(
-    state: Context, src: str, dst: str, dry_run: bool, both: bool, verbose: bool, state_file: Path | None
+    state: Context,
+    src: str,
+    dst: str,
+    dry_run: bool,
+    both: bool,
+    verbose: bool,
+    state_file: Path | None,
+    namespace: str | None,
 ) -> None:
     """Mirror a memdir store and a memory store, either way; resumable.
 
@@ -54,8 +62,9 @@ def sync_(
     """
     from ..memstores import open_side, sync
 
-    source = open_side(src, namespace=state.namespace)
-    with contextlib.closing(source), contextlib.closing(open_side(dst, namespace=state.namespace)) as target:
+    chosen = namespace or state.namespace
+    source = open_side(src, namespace=chosen)
+    with contextlib.closing(source), contextlib.closing(open_side(dst, namespace=chosen)) as target:
         location = state_file or data_dir() / "sync.db"
         with _progress() as progress:
             try:
