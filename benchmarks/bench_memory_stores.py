@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_server import start_server, stop_server  # the same server start as the /v1/tool benchmark
+from bench_server import memdir, start_server, stop_server  # the server as the /v1/tool benchmark starts it
 
 NOTE = "".join(f"- note {i}: the customer prefers email follow-ups on Tuesdays\n" for i in range(20))
 KINDS = ("tool", "sdk", "httpx")
@@ -156,13 +156,17 @@ def main() -> None:
 
     rows: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
     with tempfile.TemporaryDirectory(prefix="memdir-bench-") as tmp:
-        server, url, token = start_server(Path(tmp), 1)
+        server, url, _ = start_server(Path(tmp), 1)
+        env = {**os.environ, "MEMDIR_HOME": str(Path(tmp) / "home")}
         try:
-            with anthropic.Anthropic(base_url=url, api_key=token) as api:
-                store = api.beta.memory_stores.create(name="bench").id
-            for r in range(args.rounds):
+            for r in range(args.rounds):  # a namespace (and a memory store) per round: far from any file limit
+                token = memdir(
+                    "--store", f"sqlite://{Path(tmp) / 'bench-1.db'}", "token", "create", "-n", f"r{r}", env=env
+                )
+                with anthropic.Anthropic(base_url=url, api_key=token) as api:
+                    store = api.beta.memory_stores.create(name=f"bench {r}").id
                 for kind in KINDS:  # alternating, so a busy minute of the shared machine hits every path
-                    rows[kind].append(measure(url, token, store, server.pid, args, kind, f"{kind}{r}"))
+                    rows[kind].append(measure(url, token, store, server.pid, args, kind, kind))
         finally:
             stop_server(server)
     report(rows, args)
