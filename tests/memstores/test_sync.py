@@ -203,6 +203,21 @@ def test_what_a_side_cannot_hold_is_skipped(remote: LiveServer, tmp_path: Path) 
     ]
 
 
+def test_a_servers_file_that_is_not_text_is_skipped_not_copied_mangled(remote: LiveServer, tmp_path: Path) -> None:
+    import httpx
+
+    local, state, memstore = str(tmp_path / "local"), tmp_path / "sync.db", Memstore(remote)
+    token = remote.token(memstore.id)  # the store API, on the memory store's namespace, takes any bytes
+    with httpx.Client(base_url=remote.url, headers={"Authorization": f"Bearer {token}"}) as http:
+        assert http.put("/v1/files/memories/blob.bin", content=b"\x89PNG\xff\x00").status_code == 200
+    memstore.memories.create(memstore.id, path="/text.md", content="t")
+    for _ in range(2):  # skipped each time, never written as U+FFFD text
+        report = run(memstore.spec, local, state)
+        assert [(c.kind, c.key) for c in report.changes if c.kind != "create"] == [("skipped", "blob.bin")]
+        assert "not UTF-8 text" in report.of("skipped")[0].detail
+    assert local_files(local) == {"/text.md": "t"}
+
+
 class PauseAfter:
     """ASGI middleware: the memory creation number ``after + 1`` is made, then its answer held until released."""
 

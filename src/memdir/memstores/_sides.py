@@ -197,7 +197,13 @@ class ApiSide:
     def read(self, item: Item) -> bytes:
         with _api_errors(self.label):
             found = self._memories.retrieve(item.ident, memory_store_id=self.store_id, view="full")
-        return (found.content or "").encode("utf-8")
+        data = (found.content or "").encode("utf-8")
+        if sha256_hex(data) != item.sha256:
+            if found.content_sha256 != item.sha256:
+                raise ConflictError(f"{item.key} changed in {self.label} during the sync")
+            # The same memory, but its text is not its bytes: a file another door stored that is not UTF-8.
+            raise EncodingError(f"{item.key} is not UTF-8 text in {self.label}")
+        return data
 
     def create(self, key: str, content: bytes) -> Item:
         text = _text(content, key)

@@ -240,8 +240,8 @@ class _Run:
             if not last_pass and action.kind in ("change", "create"):
                 return None
             self.left("conflict", action.key, action.to, f"the path is taken in {action.to.label}: {exc}")
-        except ConflictError:
-            self.left("conflict", action.key, action.to, f"changed in {action.to.label} during the sync; left as it is")
+        except ConflictError as exc:
+            self.left("conflict", action.key, action.to, f"{str(exc).removeprefix('Error: ')}; left as it is")
         except NotFoundError:
             self.left("conflict", action.key, action.to, "it went away during the sync; left as it is")
         except _REFUSALS as exc:
