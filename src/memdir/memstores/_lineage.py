@@ -2,10 +2,12 @@
 
 Every door writes to the same namespace (the memory tool, MCP, the web page, the store API, the Memory Stores
 API), and only the store's change log sees them all. So ids are not made by the Memory Stores API's writes: they
-are *derived from the log*, in its order, by `Lineage.catch_up`, which every request runs first (a no-op when
-nothing was written since). Each version of the log becomes one memory version with a random ``memver_`` id; the
-first write to a path makes a memory with a random ``mem_`` id, a rename moves that memory to the new path (the id
-stays), a delete ends it (its versions stay). A write after a delete is a new memory.
+are *derived from the log*, in its order, by `Lineage.catch_up`, which the requests that look memories up run
+first (a no-op when nothing was written since). Each version of the log becomes one memory version, whose id is
+keyed by its number (`memdir.memstores._ids.IdKey`); the first write to a path makes a memory, keyed by that
+write's number; a rename moves the memory to the new path (the id stays), a delete ends it (its versions stay). A
+write after a delete is a new memory. Keyed ids are known as soon as a version is written: a write answers with
+them without recording anything, and whichever request catches up next records the same ones.
 
 Catching up is one transaction of the auxiliary database that first takes the namespace's cursor row (on
 PostgreSQL ``FOR UPDATE``; SQLite's ``BEGIN IMMEDIATE`` is the lock): two requests never number the same
@@ -14,20 +16,22 @@ versions twice, and a process killed in between leaves the cursor where the ids 
 
 from __future__ import annotations
 
+import secrets
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ._errors import StateConflictError
-from ._ids import MEMORY, VERSION, is_id, new_id
+from ._ids import MEMORY, VERSION, IdKey, is_id
 from ._schema import migrations
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from ..store import Store, Version
-    from ..store._db import AuxConnection
+    from ..store._db import AuxConnection, AuxDatabase
 
 __all__ = ["Lineage", "MemoryRow", "VersionFilter", "VersionRow"]
 
@@ -86,30 +90,23 @@ class Lineage:
         self.ns = store.namespace
         self._db = store.aux
         self._db.ensure(migrations)
+        self.ids = IdKey(_key(self._db), self.ns)
 
     # -- keeping up with the log --------------------------------------------------------------------------
 
-    def catch_up(self, *, rescan: bool = False, written: Sequence[Version] = ()) -> dict[int, tuple[str, str]]:
-        """Give ids to every version the log gained since the last call; (version id, memory id) by version number
-        of those it took in. ``rescan``: let a directory store look for edits made outside memdir first (what a
-        listing wants; a write already recorded its own). ``written``: the versions a write just made (they are
-        new, so no look before taking the lock; and when nothing else came before them, the log is not read)."""
-        if not written:
-            with self._db.reading("read the memory ids") as conn:
-                row = conn.execute("SELECT last FROM memstore_cursor WHERE ns = ?", (self.ns,)).fetchone()
-            if next(iter(self.store.log(0 if row is None else int(row[0]), rescan=rescan)), None) is None:
-                return {}
-        taken: dict[int, tuple[str, str]] = {}
+    def catch_up(self, *, rescan: bool = False) -> None:
+        """Record the ids of every version the log gained since the last call. ``rescan``: let a directory store
+        look for edits made outside memdir first (what a listing wants)."""
+        with self._db.reading("read the memory ids") as conn:
+            row = conn.execute("SELECT last FROM memstore_cursor WHERE ns = ?", (self.ns,)).fetchone()
+        if next(iter(self.store.log(0 if row is None else int(row[0]), rescan=rescan)), None) is None:
+            return
         with self._db.transaction("record the memory ids") as conn:
             last = self._lock_cursor(conn)
-            numbers = [v.version for v in written]
-            follows = bool(written) and numbers == list(range(last + 1, last + 1 + len(numbers)))
-            news = written if follows else self.store.log(last)
-            for version in news:
-                taken[version.version] = self._take(conn, version)
+            for version in self.store.log(last, rescan=False):
+                self._take(conn, version)
                 last = version.version
             conn.execute("UPDATE memstore_cursor SET last = ? WHERE ns = ?", (last, self.ns))
-        return taken
 
     def _lock_cursor(self, conn: AuxConnection) -> int:
         lock = " FOR UPDATE" if self._db.dialect == "postgres" else ""
@@ -120,33 +117,32 @@ class Lineage:
         row = conn.execute(f"SELECT last FROM memstore_cursor WHERE ns = ?{lock}", (self.ns,)).fetchone()
         return int(row[0])
 
-    def _take(self, conn: AuxConnection, version: Version) -> tuple[str, str]:
+    def _take(self, conn: AuxConnection, version: Version) -> None:
         key = version.path.key
         if version.op == "rename" and version.old_path is not None:
             memory = self._live(conn, version.old_path.key)
             operation = "modified" if memory is not None else "created"
             self._vacate(conn, key)
             if memory is None:
-                memory = self._new(conn, key, version.timestamp)
+                memory = self._new(conn, key, version)
             else:
                 conn.execute("UPDATE memstore_memories SET path = ? WHERE ns = ? AND id = ?", (key, self.ns, memory))
         elif version.sha256 is None:
             memory, operation = self._live(conn, key), "deleted"
             if memory is None:  # a deletion of a file whose writes were pruned from the log: a memory of its own
-                memory = self._new(conn, key, version.timestamp)
+                memory = self._new(conn, key, version)
             self._vacate(conn, key)
         else:
             memory, operation = self._live(conn, key), "modified"
             if memory is None:
-                memory, operation = self._new(conn, key, version.timestamp), "created"
+                memory, operation = self._new(conn, key, version), "created"
         size = None if version.sha256 is None else version.size
-        version_id = new_id(VERSION)
+        version_id = self.ids.version(version.version)
         conn.execute(
             f"INSERT INTO memstore_versions (ns, {_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (self.ns, version_id, version.version, memory, operation, version.timestamp, key, version.sha256,
              size, version.actor, version.session, None, None),
         )  # fmt: skip
-        return version_id, memory
 
     def _live(self, conn: AuxConnection, key: str) -> str | None:
         row = conn.execute("SELECT id FROM memstore_memories WHERE ns = ? AND path = ?", (self.ns, key)).fetchone()
@@ -155,10 +151,11 @@ class Lineage:
     def _vacate(self, conn: AuxConnection, key: str) -> None:
         conn.execute("UPDATE memstore_memories SET path = NULL WHERE ns = ? AND path = ?", (self.ns, key))
 
-    def _new(self, conn: AuxConnection, key: str, ts: float) -> str:
-        memory = new_id(MEMORY)
+    def _new(self, conn: AuxConnection, key: str, first: Version) -> str:
+        memory = self.ids.memory(first.version)
         conn.execute(
-            "INSERT INTO memstore_memories (ns, id, path, created) VALUES (?, ?, ?, ?)", (self.ns, memory, key, ts)
+            "INSERT INTO memstore_memories (ns, id, path, created) VALUES (?, ?, ?, ?)",
+            (self.ns, memory, key, first.timestamp),
         )
         return memory
 
@@ -211,14 +208,6 @@ class Lineage:
                 marks = ",".join("?" * len(chunk))
                 found += conn.execute(f"{select} WHERE ns = ? AND {column} IN ({marks})", (self.ns, *chunk)).fetchall()
         return found
-
-    def version_of(self, number: int) -> tuple[str, str] | None:
-        """(version id, memory id) of the version numbered ``number`` in the store's log, once taken in."""
-        with self._db.reading("read the version ids") as conn:
-            row = conn.execute(
-                "SELECT id, memory_id FROM memstore_versions WHERE ns = ? AND version = ?", (self.ns, number)
-            ).fetchone()
-        return None if row is None else (str(row[0]), str(row[1]))
 
     def version(self, version_id: object) -> VersionRow:
         if is_id(VERSION, version_id):
@@ -295,3 +284,21 @@ class Lineage:
         with self._db.transaction("delete the memory ids") as conn:
             for table in ("memstore_versions", "memstore_memories", "memstore_cursor"):
                 conn.execute(f"DELETE FROM {table} WHERE ns = ?", (self.ns,))
+
+
+_KEYS: weakref.WeakKeyDictionary[AuxDatabase, bytes] = weakref.WeakKeyDictionary()  # read once per database object
+
+
+def _key(db: AuxDatabase) -> bytes:
+    """The database's id key, made on first use (two processes racing agree: the first insert wins)."""
+    found = _KEYS.get(db)
+    if found is not None:
+        return found
+    with db.transaction("read the memory id key") as conn:
+        conn.execute(
+            "INSERT INTO memstore_keys (name, key) VALUES ('ids', ?) ON CONFLICT DO NOTHING", (secrets.token_hex(32),)
+        )
+        row = conn.execute("SELECT key FROM memstore_keys WHERE name = 'ids'").fetchone()
+    key = bytes.fromhex(str(row[0]))
+    _KEYS[db] = key
+    return key

@@ -78,7 +78,8 @@ class Memories:
             version = self.store.write(target, data, expect=MISSING, origin=origin, op="create")
         except (AlreadyExistsError, NotADirectoryError_, NotAFileError) as exc:
             raise self._path_conflict(target) from exc
-        return self._written(version, version.timestamp, self.lineage.catch_up(written=[version]), full=full)
+        # A new memory's ids are known from its version (`IdKey`): recorded by the next catch-up, whoever runs it.
+        return self._written(version, self.lineage.ids.memory(version.version), version.timestamp, full=full)
 
     def retrieve(self, memory_id: object, *, full: bool) -> dict[str, Any]:
         row, data, version_id = self._current(memory_id)
@@ -109,7 +110,7 @@ class Memories:
             raise ConflictError(f"memory {row.id} kept changing under this update; try again")
         if not made:  # nothing to change: no new version
             return self._answer(current.path, full=full)
-        return self._written(made[-1], row.created, self.lineage.catch_up(written=made), full=full)
+        return self._written(made[-1], row.id, row.created, full=full)
 
     def _apply_update(
         self,
@@ -147,7 +148,7 @@ class Memories:
                 f"memory {row.id} changed: its content_sha256 is {current.sha256}, not {expected}"
             )
         # No precondition on the delete itself: the server's write lock keeps other doors' writes out meanwhile.
-        self.lineage.catch_up(written=self.store.delete(current.path, origin=origin))
+        self.store.delete(current.path, origin=origin)
         return {"type": "memory_deleted", "id": row.id}
 
     def _current(self, memory_id: object) -> tuple[MemoryRow, FileData, str]:
@@ -155,7 +156,13 @@ class Memories:
         current version (its id must name this memory): a file changed by another door since the ids were last
         brought up to date is caught up with first, never taken for this memory."""
         for attempt in range(2):
-            row, number, version_id = self.lineage.latest(memory_id)
+            try:
+                row, number, version_id = self.lineage.latest(memory_id)
+            except NotFoundError:
+                if attempt:
+                    raise
+                self.lineage.catch_up(rescan=True)  # made moments ago, and not recorded yet?
+                continue
             if row.key is None:
                 break
             try:
@@ -168,14 +175,11 @@ class Memories:
                 self.lineage.catch_up(rescan=True)
         raise NotFoundError(f"memory {row.id} was deleted (its versions are still listed)")
 
-    def _written(
-        self, version: Version, created: float, taken: dict[int, tuple[str, str]], *, full: bool
-    ) -> dict[str, Any]:
+    def _written(self, version: Version, memory_id: str, created: float, *, full: bool) -> dict[str, Any]:
         """The memory a write just made, from the write's own `Version` (what was stored: the store may have
-        changed what was sent) and the ids the catch-up gave it, its content read back for ``view=full``."""
-        ids = taken.get(version.version) or self.lineage.version_of(version.version)
-        if ids is None or version.sha256 is None:  # taken in by no catch-up: its history pruned already?
-            return self._answer(version.path, full=full)
+        changed what was sent), its content read back for ``view=full``."""
+        if version.sha256 is None:
+            raise NotFoundError(f"memory {memory_id} was deleted meanwhile")
         content = None
         if full:
             data = self.store.read(version.path)
@@ -183,8 +187,9 @@ class Memories:
                 return self._answer(version.path, full=True)  # written again since: that version, whole
             content = _text(data.content)
         return memory_json(
-            self.store_id, ids[1], api_path(version.path), sha256=version.sha256, size=version.size,
-            version_id=ids[0], created=created, updated=version.timestamp, content=content,
+            self.store_id, memory_id, api_path(version.path), sha256=version.sha256, size=version.size,
+            version_id=self.lineage.ids.version(version.version), created=created, updated=version.timestamp,
+            content=content,
         )  # fmt: skip
 
     def _answer(self, target: MemoryPath, *, full: bool) -> dict[str, Any]:
@@ -222,6 +227,7 @@ class Memories:
 
     def _path_conflict(self, target: MemoryPath) -> PathConflictError:
         """Which memory stands in the way of a file at ``target``: one there, above it, or below it."""
+        self.lineage.catch_up()  # its id may not be recorded yet
         blocker = self._blocker(target)
         key = blocker.key if blocker is not None else target.key
         row = self.lineage.memories_at([key]).get(key)

@@ -9,6 +9,7 @@
   memory it belongs to, the operation as the API words it, and what the API shows of it; a redaction nulls
   ``path``, ``sha256`` and ``size`` here (and the content goes from the store itself).
 - ``memstore_cursor``: the last version of the store's log these tables have taken in (`memdir.memstores._lineage`).
+- ``memstore_keys``: the random key memory and version ids are made with (`memdir.memstores._ids.IdKey`).
 
 Rows carry the namespace: one database serves every namespace of a SQLite or PostgreSQL store.
 """
@@ -69,6 +70,18 @@ def _tables(schema: Schema) -> None:
         CREATE TABLE memstore_cursor (
             ns TEXT PRIMARY KEY,
             last {integer} NOT NULL
+        );
+        """
+    )
+
+
+@migrations("0002-id-key")
+def _id_key(schema: Schema) -> None:
+    schema.script(
+        """
+        CREATE TABLE memstore_keys (
+            name TEXT PRIMARY KEY,
+            key TEXT NOT NULL
         );
         """
     )
