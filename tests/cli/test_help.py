@@ -13,9 +13,9 @@ COMMANDS = sorted(cli.commands)
 
 def test_the_command_set() -> None:
     assert COMMANDS == [
-        "audit", "cat", "chat", "claude-code", "diff", "doctor", "export", "gc", "history", "import", "init", "ls", "mcp", "migrate",
-        "migrate-store", "reindex", "restore", "review", "run", "scan", "search", "serve", "sessions", "show", "token",
-        "tool", "verify", "where"
+        "audit", "cat", "chat", "claude-code", "diff", "doctor", "export", "gc", "history", "import", "init", "ls", "mcp",
+        "migrate", "migrate-store", "reindex", "restore", "review", "run", "scan", "search", "serve", "sessions", "show",
+        "sync", "token", "tool", "verify", "where"
     ]  # fmt: skip
 
 

@@ -123,17 +123,26 @@ def _registry(state: Context) -> Iterator[TokenRegistry]:
     help="Let its imports keep the actors and times they carry (memdir import or migrate-store into this server); "
     "anyone else's are recorded as theirs, now.",
 )
+@click.option(
+    "--tenant",
+    metavar="NAME",
+    help="Who owns the memory stores the token reaches [default: the memory store's owner when NAME is one, "
+    "else NAME].",
+)
 @_with_store
 @fail_cleanly
-def token_create(state: Context, namespace: str, label: str | None, admin: bool) -> None:
+def token_create(state: Context, namespace: str, label: str | None, admin: bool, tenant: str | None) -> None:
     """Create a token for one namespace and print it: it is shown only this once.
 
     Example:
 
         MEMDIR_TOKEN=$(memdir --store sqlite:///srv/memdir/memory.db token create -n alice --label laptop)
     """
-    with _registry(state) as tokens:
-        secret, info = tokens.create(namespace, label, admin=admin)
+    from ..memstores import token_tenant
+
+    with open_store(_served_url(state)) as store, _registry(state) as tokens:
+        owner = tenant or token_tenant(store.aux, namespace)
+        secret, info = tokens.create(namespace, label, tenant=owner, admin=admin)
     click.echo(secret)
     click.echo(
         f"Created token {info.id} for namespace {info.namespace!r}. Keep it now: it is not shown again.", err=True

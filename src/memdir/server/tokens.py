@@ -1,5 +1,9 @@
 """API tokens: each one opens exactly one namespace of the served store (``memdir token create|list|revoke``).
 
+Each token also belongs to a *tenant*: the owner of the memory stores the token may reach through the Memory Stores
+API (`memdir.memstores`). A token made without one (every token made before tenants existed) belongs to the
+tenant named after its namespace, so an existing token keeps opening its namespace and nothing else.
+
 A token is ``mdt_`` followed by 43 URL-safe characters (32 random bytes): the prefix lets secret scanners and
 people recognise one in a log or a commit. Only its SHA-256 is stored, in the store's auxiliary database
 (`Store.aux`, table ``memdir_tokens``), next to a short public id used to list and revoke it. Whoever reads the
@@ -53,6 +57,12 @@ def _create_tokens(schema: Schema) -> None:
     )
 
 
+@migrations("0003-tenants")
+def _add_tenants(schema: Schema) -> None:
+    # NULL for the tokens made before: their tenant is their namespace (`TokenInfo.tenant`).
+    schema.execute("ALTER TABLE memdir_tokens ADD COLUMN tenant TEXT")
+
+
 @migrations("0004-admin")
 def _admin_tokens(schema: Schema) -> None:
     schema.script("ALTER TABLE memdir_tokens ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;")
@@ -68,6 +78,11 @@ class TokenInfo:
     created: float
     revoked: float | None = None
     admin: bool = False  # may replay versions with the actors and times they carry (an import, a migration)
+    tenant: str = ""  # set from the namespace when empty (see `__post_init__`)
+
+    def __post_init__(self) -> None:
+        if not self.tenant:
+            object.__setattr__(self, "tenant", self.namespace)
 
     @property
     def active(self) -> bool:
@@ -83,15 +98,20 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
 
-_COLUMNS = "id, namespace, label, created, revoked, admin"
+_COLUMNS = "id, namespace, label, created, revoked, tenant, admin"
 
 
 def _info(row: tuple[Any, ...]) -> TokenInfo:
-    id_, namespace, label, created, revoked, admin = row
+    id_, namespace, label, created, revoked, tenant, admin = row
     return TokenInfo(
-        str(id_), str(namespace), None if label is None else str(label), float(created), _optional_float(revoked),
-        bool(admin),
-    )  # fmt: skip
+        str(id_),
+        str(namespace),
+        None if label is None else str(label),
+        float(created),
+        _optional_float(revoked),
+        tenant=str(tenant or ""),
+        admin=bool(admin),
+    )
 
 
 def _optional_float(value: Any) -> float | None:
@@ -105,18 +125,24 @@ class TokenRegistry:
         self._db = db
         db.ensure(migrations)
 
-    def create(self, namespace: str, label: str | None = None, *, admin: bool = False) -> tuple[str, TokenInfo]:
-        """A new token for ``namespace``: (the token, shown once and never stored, and its record). An ``admin``
+    def create(
+        self, namespace: str, label: str | None = None, *, tenant: str | None = None, admin: bool = False
+    ) -> tuple[str, TokenInfo]:
+        """A new token for ``namespace``: (the token, shown once and never stored, and its record). ``tenant``:
+        who owns the memory stores it reaches (default: the tenant named after ``namespace``). An ``admin``
         token's imports keep the provenance they carry (`memdir.gate.Caller.admin`)."""
         check_namespace(namespace)
+        if tenant is not None:
+            check_namespace(tenant)  # the same alphabet: a tenant is named like a namespace
         if label is not None and (len(label) > _MAX_LABEL or not label.isprintable()):
             raise ConfigError(f"a token label is printable text of at most {_MAX_LABEL} characters")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        info = TokenInfo(secrets.token_hex(6), namespace, label, time.time(), admin=admin)
+        info = TokenInfo(secrets.token_hex(6), namespace, label, time.time(), tenant=tenant or namespace, admin=admin)
         with self._db.transaction("create a token") as conn:
             conn.execute(
-                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, admin) VALUES (?, ?, ?, ?, ?, ?)",
-                (info.id, _digest(token), info.namespace, info.label, info.created, int(admin)),
+                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, tenant, admin) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (info.id, _digest(token), info.namespace, info.label, info.created, info.tenant, int(admin)),
             )
         return token, info
 
