@@ -30,8 +30,20 @@ __all__ = ["MigrationSet", "migrate"]
 # The modules whose migration sets make tables in a store's databases (importing one registers its sets).
 _STORE_MODULES = {"sqlite": "memdir.store._sql", "postgres": "memdir.store.postgres"}
 _FEATURE_MODULES = {
-    "sqlite": ("memdir.policy.audit", "memdir.policy.quarantine", "memdir.search._fts5", "memdir.server.tokens"),
-    "postgres": ("memdir.policy.audit", "memdir.policy.quarantine", "memdir.search._pg", "memdir.server.tokens"),
+    "sqlite": (
+        "memdir.memstores._schema",
+        "memdir.policy.audit",
+        "memdir.policy.quarantine",
+        "memdir.search._fts5",
+        "memdir.server.tokens",
+    ),
+    "postgres": (
+        "memdir.memstores._schema",
+        "memdir.policy.audit",
+        "memdir.policy.quarantine",
+        "memdir.search._pg",
+        "memdir.server.tokens",
+    ),
 }
 
 

@@ -15,7 +15,7 @@ def test_the_command_set() -> None:
     assert COMMANDS == [
         "audit", "cat", "chat", "claude-code", "config", "diff", "doctor", "edit", "export", "gc", "history", "import",
         "init", "ls", "mcp", "migrate", "migrate-store", "mv", "reindex", "restore", "review", "rm", "run", "scan",
-        "search", "serve", "sessions", "show", "token", "tool", "verify", "where", "write"
+        "search", "serve", "sessions", "show", "sync", "token", "tool", "verify", "where", "write"
     ]  # fmt: skip
 
 

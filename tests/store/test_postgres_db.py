@@ -103,7 +103,10 @@ def test_run_retries_a_transaction_that_lost_a_deadlock(db: PgDatabase) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(attempts.values()) == [1, 2]  # the deadlock's victim ran again
+    # The deadlock's victim ran again (on a loaded machine its retry may meet the other's lock once more, and
+    # wait its turn again: still one winner, run once, and no lost update).
+    winner, victim = sorted(attempts.values())
+    assert winner == 1 and victim >= 2
     with db.reading("test") as conn:
         assert conn.execute("SELECT k, v FROM t ORDER BY k").fetchall() == [(1, 2), (2, 2)]
 

@@ -332,4 +332,4 @@ def main() -> None:
 
 
 # The commands register themselves on `cli` when imported (they need `cli` and the helpers above first).
-from . import _admin, _agent, _claude, _config, _edit, _files, _safety, _search, _serve, _transfer  # noqa: E402, F401
+from . import _admin, _agent, _claude, _config, _edit, _files, _safety, _search, _serve, _sync, _transfer  # noqa: E402, F401

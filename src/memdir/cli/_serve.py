@@ -190,9 +190,17 @@ def _registry(state: Context, *, create: bool = False) -> Iterator[TokenRegistry
     help="Let its imports keep the actors and times they carry (memdir import or migrate-store into this server); "
     "anyone else's are recorded as theirs, now.",
 )
+@click.option(
+    "--tenant",
+    metavar="NAME",
+    help="Who owns the memory stores the token reaches [default: the memory store's owner when NAME is one, "
+    "else NAME].",
+)
 @_with_store
 @fail_cleanly
-def token_create(state: Context, namespace: str, label: str | None, expires: str | None, admin: bool) -> None:
+def token_create(
+    state: Context, namespace: str, label: str | None, expires: str | None, admin: bool, tenant: str | None
+) -> None:
     """Create a token for one namespace and print it: it is shown only this once.
 
     The store is created if it does not exist yet (tokens are made before the first `memdir serve`).
@@ -202,9 +210,12 @@ def token_create(state: Context, namespace: str, label: str | None, expires: str
         MEMDIR_TOKEN=$(memdir --store sqlite:///srv/memdir/memory.db token create -n alice --label laptop)
         memdir --store sqlite:///srv/memdir/memory.db token create -n ci --expires 30d
     """
+    from ..memstores import token_tenant
+
     lifetime = None if expires is None else duration(expires, "--expires")
-    with _registry(state, create=True) as tokens:
-        secret, info = tokens.create(namespace, label, expires_in=lifetime, admin=admin)
+    with _registry(state, create=True) as tokens, open_store(_served_url(state)) as store:
+        owner = tenant or token_tenant(store.aux, namespace)
+        secret, info = tokens.create(namespace, label, expires_in=lifetime, tenant=owner, admin=admin)
     click.echo(secret)
     until = "" if info.expires is None else f", valid until {iso(info.expires)}"
     click.echo(

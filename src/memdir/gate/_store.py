@@ -325,6 +325,12 @@ class GatedStore(Store):
         with self._op("prune"):
             return self.inner.prune_history(before)
 
+    def redact_content(self, sha256: str) -> bool:
+        """Remove content for good (a memory store's version redaction): one audit entry, naming no content."""
+        with self._op("redact") as receipt:
+            receipt.sha256 = sha256
+            return self.inner.redact_content(sha256)
+
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     def flush(self) -> None:

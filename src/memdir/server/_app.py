@@ -30,6 +30,8 @@ from ._protocols import DEADLINES_KEY
 from ._ratelimit import RateLimiter
 from ._tenants import Tenants
 from .routers import ROUTERS
+from .routers.memory_stores import MEMORY_STORES_PREFIX
+from .routers.memory_stores._errors import ANTHROPIC
 from .tokens import TokenRegistry
 
 if TYPE_CHECKING:
@@ -129,20 +131,19 @@ def _display(url: str | None) -> str:
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
-    """The router's own 404 and 405, in the API's error shape."""
+    """The router's own 404 and 405, in the API's error shape (Anthropic's, under the Memory Stores API)."""
     request_info(request.scope).setdefault("route", "-")
     if exc.status_code == 405:
         allowed = (exc.headers or {}).get("Allow", "")
-        return error_response(
-            ApiError(
-                "method_not_allowed",
-                f"{request.method} is not allowed here (allowed: {allowed})",
-                headers={"Allow": allowed},
-            )
-        )
-    if exc.status_code == 404:
-        return error_response(ApiError("route_not_found", f"no such endpoint: {request.method} {_shown(request)}"))
-    return error_response(ApiError("invalid_request", str(exc.detail)))
+        message = f"{request.method} is not allowed here (allowed: {allowed})"
+        error = ApiError("method_not_allowed", message, headers={"Allow": allowed})
+    elif exc.status_code == 404:
+        error = ApiError("route_not_found", f"no such endpoint: {request.method} {_shown(request)}")
+    else:
+        error = ApiError("invalid_request", str(exc.detail))
+    if request.url.path.startswith(MEMORY_STORES_PREFIX):
+        return ANTHROPIC.response(error)
+    return error_response(error)
 
 
 def _shown(request: Request) -> str:

@@ -1,7 +1,11 @@
-"""Who is asking: the bearer token, the namespace it opens, and its rate limit.
+"""Who is asking: the token, the namespace it opens, the tenant it belongs to, and its rate limit.
 
 The namespace of a request comes from its token and from nothing else. No path, query parameter, header or body
-field can name one: the handlers receive the `Principal` made here and open only ``principal.namespace``.
+field can name one: the handlers receive the `Principal` made here and open only ``principal.namespace`` (or, for
+the Memory Stores API, a memory store that ``principal.tenant`` owns, checked by `memdir.memstores`).
+
+The token travels as ``Authorization: Bearer <token>`` or as ``X-Api-Key: <token>`` (what Anthropic's API clients
+send): either is accepted, once.
 
 Tokens are looked up on every request (a revocation applies at once, on every server). On a SQLite store that
 is a read from a local file, done in the event loop; on PostgreSQL it is a network round trip, which would stall
@@ -40,6 +44,7 @@ class Principal:
     token_id: str
     namespace: str
     admin: bool = False  # an admin token: its imports keep the provenance they carry
+    tenant: str = ""  # who owns the memory stores this token reaches (`TokenInfo.tenant`)
 
 
 class Gate:
@@ -77,7 +82,7 @@ class Gate:
         if info is None:
             # One message for every refusal: which of them it was is no business of the sender.
             raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed, expired or revoked)")
-        principal = Principal(info.id, info.namespace, info.admin)
+        principal = Principal(info.id, info.namespace, admin=info.admin, tenant=info.tenant)
         logged = request_info(scope)
         logged["namespace"], logged["token_id"] = principal.namespace, principal.token_id
         wait = self.limiter.check(principal.token_id)
@@ -94,11 +99,17 @@ class Gate:
 
 def _bearer(scope: Scope) -> str:
     values: list[bytes] = [v for k, v in scope["headers"] if k == b"authorization"]
-    if not values:
-        raise ApiError("unauthorized", "this endpoint needs an Authorization: Bearer <token> header")
-    if len(values) > 1:
+    keys: list[bytes] = [v for k, v in scope["headers"] if k == b"x-api-key"]
+    if not values and not keys:
+        raise ApiError("unauthorized", "this endpoint needs an Authorization: Bearer <token> (or X-Api-Key) header")
+    if len(values) + len(keys) > 1:
         # Two credentials are ambiguous, and a proxy and the server might each pick a different one.
-        raise ApiError("unauthorized", "send exactly one Authorization header")
+        raise ApiError("unauthorized", "send exactly one Authorization or X-Api-Key header")
+    if keys:
+        token = keys[0].decode("latin-1").strip()
+        if not token:
+            raise ApiError("unauthorized", "the X-Api-Key header is empty")
+        return token
     scheme, _, token = values[0].decode("latin-1").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError("unauthorized", "the Authorization header must read: Bearer <token>")

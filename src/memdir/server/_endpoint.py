@@ -16,7 +16,7 @@ import re
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio.to_thread
 from starlette.routing import Route
@@ -40,13 +40,23 @@ if TYPE_CHECKING:
     from ._auth import Principal
     from ._services import Services
 
-__all__ = ["Call", "Endpoint", "Handler"]
+__all__ = ["Call", "Endpoint", "ErrorStyle", "Handler"]
 
 T = TypeVar("T")
 Handler = Callable[["Call"], Awaitable["Response"]]
 
 _LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
 _JSON_TYPES = ("application/json",)
+
+
+class ErrorStyle(Protocol):
+    """Errors worded for another API's clients (the Memory Stores API answers as Anthropic's API does)."""
+
+    def response(self, exc: BaseException) -> Response: ...
+
+    def openapi(self, codes: tuple[str, ...]) -> dict[str, Any]:
+        """The OpenAPI responses for these error codes."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,7 @@ class Endpoint:
     request_body: dict[str, Any] | None = None
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # error codes particular to this endpoint (the common ones are added)
+    errors_as: ErrorStyle | None = None  # how its errors are worded (default: memdir's, `memdir.server._errors`)
 
     @property
     def openapi_path(self) -> str:
@@ -77,7 +88,7 @@ class Endpoint:
                 principal = None if self.public else await services.gate.admit(request.scope)
                 return await self.handler(Call(request, principal, services))
             except Exception as exc:
-                return exception_response(exc)
+                return exception_response(exc) if self.errors_as is None else self.errors_as.response(exc)
 
         return Route(self.path, endpoint, methods=[self.method], name=self.operation_id)
 
@@ -96,18 +107,28 @@ class Call:
             raise RuntimeError("a public endpoint has no principal")
         return self._principal
 
-    async def run(self, work: Callable[[GatedStore], T], *, writes: bool = False, caller: Caller | None = None) -> T:
+    async def run(
+        self,
+        work: Callable[[GatedStore], T],
+        *,
+        writes: bool = False,
+        caller: Caller | None = None,
+        namespace: str | None = None,
+    ) -> T:
         """Run ``work`` on the principal's store, behind the gate for ``caller`` (default: `Call.caller`), in a
         worker thread (store calls block on disk); ``writes`` queues it behind the other writes to the same
-        database first (see `memdir.server._tenants`)."""
-        tenants, namespace = self.services.tenants, self.principal.namespace
+        database first (see `memdir.server._tenants`).
+
+        ``namespace``: another namespace than the token's, which the caller has checked the principal may reach
+        (a memory store its tenant owns: `memdir.server.routers.memory_stores`). Nothing else may pass one."""
+        tenants, leased_namespace = self.services.tenants, namespace or self.principal.namespace
         who = caller or self.caller()
 
         def leased() -> T:
-            with tenants.gated(namespace, who) as store:
+            with tenants.gated(leased_namespace, who) as store:
                 return work(store)
 
-        return await self._in_thread(leased, writes)
+        return await self._in_thread(leased, writes, leased_namespace)
 
     async def run_tool(self, caller: Caller, command: object, *, overwrite: bool = False) -> tuple[ToolResult, bool]:
         """Run a memory tool command as ``caller`` on the principal's namespace, in a worker thread (a change at
@@ -139,7 +160,7 @@ class Call:
             admin=self.principal.admin, pinned=True, request=origin.request,
         )  # fmt: skip
 
-    async def _in_thread(self, work: Callable[[], T], writes: bool) -> T:
+    async def _in_thread(self, work: Callable[[], T], writes: bool, namespace: str | None = None) -> T:
         if not writes:
             return await anyio.to_thread.run_sync(work)
         tenants = self.services.tenants
@@ -148,7 +169,7 @@ class Call:
             with tenants.between_processes():
                 return work()
 
-        async with tenants.write_lock(self.principal.namespace):
+        async with tenants.write_lock(namespace or self.principal.namespace):
             return await anyio.to_thread.run_sync(exclusive)
 
     # -- the request's parts ------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ _PUBLIC = ("uri_too_long", "headers_too_large", "internal_error")
 _DESCRIPTION = """\
 memdir's HTTP API: the memory tool's six commands, the store contract (files, history, archives), search, the
 review queue, the audit log, what the web page at `/` uses, and MCP over streamable HTTP at `/mcp`. Every request
-but `/healthz`, `/openapi.json` and the web page's own files sends `Authorization: Bearer <token>`
-(`memdir token create --namespace NS`); the token alone decides the namespace a request reaches.
+but `/healthz`, `/openapi.json` and the web page's own files sends `Authorization: Bearer <token>` or
+`X-Api-Key: <token>` (`memdir token create --namespace NS`); the token alone decides the namespace a request
+reaches. The Memory Stores API (`/v1/memory_stores`) answers as Anthropic's does, errors included.
 
 Errors are `{"error": {"code": ..., "message": ...}}`. The codes (stable):
 
@@ -53,9 +54,12 @@ def openapi_document(endpoints: Iterable[Endpoint]) -> dict[str, Any]:
         "paths": dict(paths),
         "components": {
             "schemas": SCHEMAS,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "mdt_..."}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "mdt_..."},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},  # what Anthropic's clients send
+            },
         },
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"apiKey": []}],
     }
 
 
@@ -65,7 +69,7 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
         "summary": endpoint.summary,
         "tags": [endpoint.tag],
         "parameters": list(endpoint.parameters),
-        "responses": {**endpoint.responses, **_error_responses(_codes(endpoint))},
+        "responses": {**endpoint.responses, **_errors_of(endpoint)},
     }
     if endpoint.description:
         operation["description"] = endpoint.description
@@ -74,6 +78,11 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     if endpoint.public:
         operation["security"] = []
     return operation
+
+
+def _errors_of(endpoint: Endpoint) -> dict[str, Any]:
+    codes = _codes(endpoint)
+    return _error_responses(codes) if endpoint.errors_as is None else endpoint.errors_as.openapi(codes)
 
 
 def _codes(endpoint: Endpoint) -> tuple[str, ...]:

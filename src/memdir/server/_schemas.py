@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._wire import ERRORS, HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE
+from ._schemas_memstores import MEMSTORE_SCHEMAS
 from ._schemas_web import WEB_SCHEMAS
 
 __all__ = [
@@ -263,5 +264,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         },
     },
     **WEB_SCHEMAS,
+    **MEMSTORE_SCHEMAS,
     "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "version": {"type": "string"}}},
 }

@@ -1,5 +1,9 @@
 """API tokens: each one opens exactly one namespace of the served store (``memdir token create|list|revoke``).
 
+Each token also belongs to a *tenant*: the owner of the memory stores the token may reach through the Memory Stores
+API (`memdir.memstores`). A token made without one (every token made before tenants existed) belongs to the
+tenant named after its namespace, so an existing token keeps opening its namespace and nothing else.
+
 A token is ``mdt_`` followed by 43 URL-safe characters (32 random bytes): the prefix lets secret scanners and
 people recognise one in a log or a commit. Only its SHA-256 is stored, in the store's auxiliary database
 (`Store.aux`, table ``memdir_tokens``), next to a short public id used to list and revoke it. Whoever reads the
@@ -66,6 +70,12 @@ def _add_expiry_and_last_use(schema: Schema) -> None:
     schema.execute(f"ALTER TABLE memdir_tokens ADD COLUMN last_used {real}")
 
 
+@migrations("0003-tenants")
+def _add_tenants(schema: Schema) -> None:
+    # NULL for the tokens made before: their tenant is their namespace (`TokenInfo.tenant`).
+    schema.execute("ALTER TABLE memdir_tokens ADD COLUMN tenant TEXT")
+
+
 @migrations("0004-admin")
 def _admin_tokens(schema: Schema) -> None:
     schema.script("ALTER TABLE memdir_tokens ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;")
@@ -84,6 +94,11 @@ class TokenInfo:
     # When it was last used (to `TOUCH_SECONDS`): not part of which token this is, so not compared.
     last_used: float | None = field(default=None, compare=False)
     admin: bool = False  # may replay versions with the actors and times they carry (an import, a migration)
+    tenant: str = ""  # set from the namespace when empty (see `__post_init__`)
+
+    def __post_init__(self) -> None:
+        if not self.tenant:
+            object.__setattr__(self, "tenant", self.namespace)
 
     @property
     def active(self) -> bool:
@@ -107,11 +122,11 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
 
-_COLUMNS = "id, namespace, label, created, revoked, expires, last_used, admin"
+_COLUMNS = "id, namespace, label, created, revoked, expires, last_used, tenant, admin"
 
 
 def _info(row: tuple[Any, ...]) -> TokenInfo:
-    id_, namespace, label, created, revoked, expires, last_used, admin = row
+    id_, namespace, label, created, revoked, expires, last_used, tenant, admin = row
     return TokenInfo(
         str(id_),
         str(namespace),
@@ -120,7 +135,8 @@ def _info(row: tuple[Any, ...]) -> TokenInfo:
         _optional_float(revoked),
         _optional_float(expires),
         _optional_float(last_used),
-        bool(admin),
+        tenant=str(tenant or ""),
+        admin=bool(admin),
     )
 
 
@@ -136,12 +152,21 @@ class TokenRegistry:
         db.ensure(migrations)
 
     def create(
-        self, namespace: str, label: str | None = None, *, expires_in: float | None = None, admin: bool = False
+        self,
+        namespace: str,
+        label: str | None = None,
+        *,
+        expires_in: float | None = None,
+        tenant: str | None = None,
+        admin: bool = False,
     ) -> tuple[str, TokenInfo]:
         """A new token for ``namespace``: (the token, shown once and never stored, and its record). With
-        ``expires_in`` (seconds), it is refused from then on, like a revoked one. An ``admin`` token's imports keep
-        the provenance they carry (`memdir.gate.Caller.admin`)."""
+        ``expires_in`` (seconds), it is refused from then on, like a revoked one. ``tenant``: who owns the memory
+        stores it reaches (default: the tenant named after ``namespace``). An ``admin`` token's imports keep the
+        provenance they carry (`memdir.gate.Caller.admin`)."""
         check_namespace(namespace)
+        if tenant is not None:
+            check_namespace(tenant)  # the same alphabet: a tenant is named like a namespace
         if label is not None and (len(label) > _MAX_LABEL or not label.isprintable()):
             raise ConfigError(f"a token label is printable text of at most {_MAX_LABEL} characters")
         if expires_in is not None and not expires_in > 0:
@@ -149,12 +174,23 @@ class TokenRegistry:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = time.time()
         expires = None if expires_in is None else now + expires_in
-        info = TokenInfo(secrets.token_hex(6), namespace, label, now, expires=expires, admin=admin)
+        info = TokenInfo(
+            secrets.token_hex(6), namespace, label, now, expires=expires, tenant=tenant or namespace, admin=admin
+        )
         with self._db.transaction("create a token") as conn:
             conn.execute(
-                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, expires, admin) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (info.id, _digest(token), info.namespace, info.label, info.created, info.expires, int(admin)),
+                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, expires, tenant, admin) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    info.id,
+                    _digest(token),
+                    info.namespace,
+                    info.label,
+                    info.created,
+                    info.expires,
+                    info.tenant,
+                    int(admin),
+                ),
             )
         return token, info
 

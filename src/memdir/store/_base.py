@@ -60,6 +60,7 @@ __all__ = [
     "check_expect",
     "check_move",
     "check_namespace",
+    "is_redacted",
     "key_path",
     "prunable_versions",
     "register_search",
@@ -210,6 +211,16 @@ def sha256_hex(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def is_redacted(sha256: str, content: bytes) -> bool:
+    """Whether stored content is what redaction leaves (`Store.redact_content`): the content's row, with its hash,
+    holding no bytes. Unambiguous, since no content but the empty one has the empty content's hash; the row stays
+    so that every version still finds its content's record (`memdir doctor` reports versions whose row is gone)."""
+    return not content and sha256 != _EMPTY_SHA256
+
+
 def as_path(path: PathLike) -> MemoryPath:
     """Accept a `MemoryPath`, or check a ``/memories/...`` string with the same rules the tool applies."""
     return path if isinstance(path, MemoryPath) else parse(path)
@@ -337,6 +348,16 @@ class Store(ABC):
     def read_blob(self, sha256: str) -> bytes:
         """The content with this SHA-256, from any version of this namespace (every version's content is
         kept). `NotFoundError` when no version of this namespace had it."""
+
+    def redact_content(self, sha256: str) -> bool:  # noqa: ARG002 - the signature backends implement
+        """Remove the content with this SHA-256 from the store's storage for good (redaction): the versions that
+        had it keep their record (path, hash, size), but reading their content fails with `NotFoundError` from
+        then on; the content's row stays, with no bytes (`is_redacted`), and a later write of the same content
+        stores it again. `ConflictError` while a current file holds that content (change or delete the file
+        first). True when content was removed, False when the namespace held none with that hash (or no more).
+
+        Stores that can forget content override this; the default refuses, rather than pretend."""
+        raise HistoryUnavailableError(f"{type(self).__name__} cannot redact content")
 
     def history(self, path: PathLike) -> list[Version]:
         """The versions of the file at ``path``, oldest first, following it back through renames and past

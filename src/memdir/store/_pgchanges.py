@@ -177,7 +177,9 @@ class Changes:
         with conn.raw.pipeline():
             if self.blobs:
                 conn.executemany(
-                    "INSERT INTO memdir_blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    # Stored once per namespace; a row left empty by a redaction (`is_redacted`) takes it again.
+                    "INSERT INTO memdir_blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT (ns, sha256) "
+                    "DO UPDATE SET content = EXCLUDED.content WHERE octet_length(memdir_blobs.content) = 0",
                     [(self.ns, sha, content) for sha, content in self.blobs.items()],
                 )
             if self.gone:

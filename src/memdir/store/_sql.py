@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StorageError
+from ..errors import ConflictError, StorageError
 from ..paths import MemoryPath
 from ._base import Origin, Quota, Usage, Version, prunable_versions
 from ._chain import ChainReport, encode_tail, genesis, history_report, link, link_tail, record_pruned, stored
@@ -344,8 +344,10 @@ class SqlIndex(SqlDatabase):
         `QuotaError` when the write would take the namespace over ``quota`` (the caller's rollback undoes it)."""
         now = time.time() if ts is None else float(ts)  # a float, as the REAL column gives it back
         if content is not None:
+            # Stored once per namespace; a row left empty by a redaction (`is_redacted`) takes the content again.
             conn.execute(
-                "INSERT OR IGNORE INTO blobs (ns, sha256, content) VALUES (?, ?, ?)",
+                "INSERT INTO blobs (ns, sha256, content) VALUES (?, ?, ?) ON CONFLICT (ns, sha256) "
+                "DO UPDATE SET content = excluded.content WHERE length(blobs.content) = 0",
                 (self.namespace, sha, content),
             )
             size = len(content)
@@ -584,6 +586,33 @@ class SqlIndex(SqlDatabase):
         """`Store.verify_chain` for both SQLite-backed stores."""
         with self.reading("verify the history") as conn:
             return history_report(conn, "", self.namespace)
+
+    def redact(self, sha: str) -> bool:
+        """`Store.redact_content` for both SQL-backed stores: the blob row keeps its hash, and loses its bytes."""
+        with self.transaction("redact content") as conn:
+            if conn.execute("SELECT 1 FROM files WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone():
+                raise ConflictError("a current file holds this content: change or delete the file first")
+            # Emptying the row alone would only mark the old bytes' pages free, to stay in the file until SQLite
+            # reuses them: secure_delete makes SQLite overwrite what it frees (with zeros) in this transaction.
+            conn.execute("PRAGMA secure_delete = ON")
+            try:
+                removed = conn.execute(
+                    "UPDATE blobs SET content = X'' WHERE ns = ? AND sha256 = ? AND length(content) > 0",
+                    (self.namespace, sha),
+                ).rowcount
+            finally:
+                conn.execute("PRAGMA secure_delete = OFF")
+        self._truncate_wal()
+        return removed > 0
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the database and empty it: frames written before the redaction may still hold the
+        bytes. Best effort: a reader holding an old snapshot keeps the checkpoint from finishing (it waits for
+        the busy timeout), and the WAL is then rewritten from its start by later writes."""
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, "redact content") from exc
 
     def requested(self, key: str) -> list[Version]:
         """`Store.requested` for both SQL-backed stores."""

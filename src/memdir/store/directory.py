@@ -76,6 +76,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     sha256_hex,
 )
@@ -408,12 +409,18 @@ class DirectoryStore(Store):
                         found.add(name)
         return sorted(found)
 
+    def redact_content(self, sha256: str) -> bool:
+        # The current files' bytes are on disk, not in the sidecar: the index refuses content a current file holds.
+        return self._require_history().redact(sha256)
+
     def read_blob(self, sha256: str) -> bytes:
         index = self._require_history()
         with index.reading("read a version") as conn:
             content = index.blob(conn, sha256)
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, content):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return content
 
     # -- internals ----------------------------------------------------------------------------------------

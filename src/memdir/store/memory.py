@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import AlreadyExistsError, NotADirectoryError_, NotAFileError, NotFoundError, PathError
+from ..errors import AlreadyExistsError, ConflictError, NotADirectoryError_, NotAFileError, NotFoundError, PathError
 from ..paths import MemoryPath
 from ._base import (
     ANY,
@@ -33,6 +33,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     prunable_versions,
     sha256_hex,
@@ -233,11 +234,22 @@ class MemoryStore(Store):
             runs = list(self._s.pruned)
         return ChainWalk("history", self.namespace, head).run(rows, runs)
 
+    def redact_content(self, sha256: str) -> bool:
+        with self._s.lock:
+            if any(f.sha256 == sha256 for f in self._s.files.values()):
+                raise ConflictError("a current file holds this content: change or delete the file first")
+            if not self._s.blobs.get(sha256):
+                return False
+            self._s.blobs[sha256] = b""  # the row stays, without its bytes (`is_redacted`)
+            return True
+
     def read_blob(self, sha256: str) -> bytes:
         with self._s.lock:
             content = self._s.blobs.get(sha256)
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, content):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return content
 
     # -- internals (callers hold the lock) ----------------------------------------------------------------
@@ -311,7 +323,8 @@ class MemoryStore(Store):
         added = len(content) - (before.size if before else 0)
         if quota is not None:
             quota.check(Usage(len(self._s.files), self._s.bytes), 0 if before else 1, added)
-        self._s.blobs.setdefault(sha, content)
+        if not self._s.blobs.get(sha):  # new, or left empty by a redaction
+            self._s.blobs[sha] = content
         if before is None:
             self._count(target.key, +1)
         self._s.bytes += added

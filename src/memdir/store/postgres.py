@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import (
     AlreadyExistsError,
+    ConflictError,
     NotADirectoryError_,
     NotAFileError,
     NotFoundError,
@@ -56,6 +57,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     prunable_versions,
 )
@@ -445,7 +447,24 @@ class PostgresStore(Store):
         )
         if not rows:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, bytes(rows[0][0])):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return bytes(rows[0][0])
+
+    def redact_content(self, sha256: str) -> bool:
+        def work(conn: PgConnection) -> bool:
+            Changes.begin(conn, self.namespace)  # the namespace's lock: no write can take the content meanwhile
+            held = "SELECT 1 FROM memdir_files WHERE ns = ? AND sha256 = ?"
+            if conn.execute(held, (self.namespace, sha256)).fetchone() is not None:
+                raise ConflictError("a current file holds this content: change or delete the file first")
+            # The row keeps its hash; its old bytes leave the table's files when PostgreSQL vacuums it (autovacuum).
+            emptied = conn.execute(
+                "UPDATE memdir_blobs SET content = ''::bytea WHERE ns = ? AND sha256 = ? AND octet_length(content) > 0",
+                (self.namespace, sha256),
+            )
+            return emptied.rowcount > 0
+
+        return self._db.run("redact content", work)
 
     def prune_history(self, before: float) -> int:
         def work(conn: PgConnection) -> int:

@@ -37,6 +37,7 @@ from ._base import (
     check_expect,
     check_move,
     check_namespace,
+    is_redacted,
     key_path,
     sha256_hex,
 )
@@ -255,11 +256,16 @@ class SQLiteStore(Store):
     def requested(self, key: str) -> list[Version]:
         return self._index.requested(key)
 
+    def redact_content(self, sha256: str) -> bool:
+        return self._index.redact(sha256)
+
     def read_blob(self, sha256: str) -> bytes:
         with self._index.reading("read a version") as conn:
             content = self._index.blob(conn, sha256)
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
+        if is_redacted(sha256, content):
+            raise NotFoundError("that content was redacted: it is no longer stored")
         return content
 
     # -- helpers ------------------------------------------------------------------------------------------

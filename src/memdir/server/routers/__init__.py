@@ -6,8 +6,8 @@ A new area is one more module here with its ``ENDPOINTS``, added to
 
 from __future__ import annotations
 
-from . import archive, audit, browse, claude_code, files, history, meta, review, search, tool, web
+from . import archive, audit, browse, claude_code, files, history, memory_stores, meta, review, search, tool, web
 
 __all__ = ["ROUTERS"]
 
-ROUTERS = (meta, tool, files, history, archive, browse, search, review, audit, claude_code, web)
+ROUTERS = (meta, tool, files, history, archive, browse, search, review, audit, claude_code, web, memory_stores)

@@ -1,0 +1,53 @@
+"""The Memory Stores API is one more door to the same gate (issue 13): a secret is redacted exactly as through
+the memory tool, and the audit log records the API's actor.
+
+These depend on the gate: `Call.run` hands the handlers the namespace's gated store, so the API writes through
+ordinary `Store` calls and never calls policy code itself."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import httpx
+
+from backends import LiveServer
+
+from .conftest import Client, database_bytes
+
+SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+TEXT = f"deploy with token {SECRET} on Tuesdays\n"
+
+
+def through_the_tool(server: LiveServer, text: str) -> bytes:
+    """What the memory tool stores for ``text``, in a namespace of its own."""
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token('tool-side')}"}) as http:
+        result = http.post("/v1/tool", json={"command": "create", "path": "/memories/a.md", "file_text": text}).json()
+        assert result["is_error"] is False, result
+        return http.get("/v1/files/memories/a.md").content
+
+
+def test_a_secret_is_redacted_exactly_as_through_the_tool(server: LiveServer, client: Client, db_path: Path) -> None:
+    api = client("alice")
+    store = api.beta.memory_stores.create(name="gated")
+    made = api.beta.memory_stores.memories.create(store.id, path="/a.md", content=TEXT, view="full")
+    expected = through_the_tool(server, TEXT)
+    assert SECRET.encode() not in expected  # the tool's own redaction, the reference
+    assert made.content is not None and made.content.encode() == expected
+    assert made.content_sha256 == hashlib.sha256(expected).hexdigest()  # what is stored, never what was sent
+    assert SECRET.encode() not in database_bytes(db_path)
+
+
+def test_the_audit_log_records_the_apis_actor(server: LiveServer, client: Client) -> None:
+    api = client("alice")
+    store = api.beta.memory_stores.create(name="audited")
+    made = api.beta.memory_stores.memories.create(store.id, path="/a.md", content="one")
+    api.beta.memory_stores.memories.update(made.id, memory_store_id=store.id, content="two")
+    api.beta.memory_stores.memories.delete(made.id, memory_store_id=store.id)
+    [token] = [t for t in server.services.tokens.list() if t.namespace == "alice"]
+    from memdir.policy.audit import audit_log
+
+    with server.services.tenants.lease(store.id) as leased:
+        entries = [e for e in audit_log(leased).entries() if e.path == "/memories/a.md"]
+    writes = [(e.actor, e.session) for e in entries if e.command != "redact"]
+    assert len(writes) >= 3 and set(writes) == {("api", f"token-{token.id}")}
