@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._hit import SearchHit, format_hits
+from ._hit import SearchHit, format_hits, hit_json
 from ._index import RESCAN_SECONDS
 from ._providers import (
     APIEmbeddings,
@@ -27,7 +27,7 @@ from ._providers import (
     semantic_installed,
 )
 from ._search import Found, Mode, Searcher, searcher
-from ._tool import TOOL_NAME, search_tool
+from ._tool import TOOL_NAME, ToolText, search_tool
 
 if TYPE_CHECKING:
     from ..store._base import PathLike, Store
@@ -44,7 +44,9 @@ __all__ = [
     "SearchHit",
     "Searcher",
     "SemanticUnavailableError",
+    "ToolText",
     "format_hits",
+    "hit_json",
     "reindex",
     "search",
     "search_tool",
