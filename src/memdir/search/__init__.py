@@ -5,7 +5,7 @@ store) everywhere, hybrid with embeddings as an extra.
     >>> store = memdir.open_store("memory:")
     >>> _ = store.write("/memories/trips.md", b"# Trips\\n- hiked the Dolomites in June\\n")
     >>> [(hit.path.virtual, hit.first_line) for hit in store.search("hiking", limit=1)]
-    [('/memories/trips.md', 1)]
+    [('/memories/trips.md', 2)]
 
 The index lives in the store's auxiliary database and follows the store's change log, so it is current on
 every backend, including edits made outside memdir in a directory store (noticed within `RESCAN_SECONDS`).

@@ -30,7 +30,8 @@ __all__ = ["MAX_LIMIT", "Found", "Mode", "Searcher", "searcher"]
 Mode = Literal["auto", "fts", "hybrid"]
 MODES: tuple[Mode, ...] = ("auto", "fts", "hybrid")
 MAX_LIMIT = 100
-_POOL = 50  # candidates each retriever brings to the fusion, at least
+_POOL = 50  # candidates each retriever brings to the fusion, at least...
+_POOL_SHARE = 5  # ...and this many per hit asked for
 # The `Weights` a ``[search]`` table may set, by setting name, and the largest value each may take.
 _WEIGHTS = {
     "fts_weight": ("fts", 1.0),
@@ -99,9 +100,7 @@ class Searcher:
 
     def _ranked(self, text: str, limit: int, prefix: MemoryPath | None, vectors: VectorIndex | None) -> list[SearchHit]:
         """The candidates of each retriever (and of the dates the query names), fused (`_fusion.fuse`)."""
-        # Full-text search alone asks the index for the hits themselves (its plan then picks them as it would);
-        # hybrid search asks each retriever for more, for the fusion to choose from.
-        query, pool = Query.of(text), limit if vectors is None else max(_POOL, 5 * limit)
+        query, pool = Query.of(text), max(_POOL, _POOL_SHARE * limit)
         full_text = self.index.full_text(text, pool, prefix)
         passages = {c.chunk: c for c in full_text}
         similarity: Mapping[int, float] | None = None
