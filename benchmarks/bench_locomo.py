@@ -263,8 +263,8 @@ def run_system(
 
 # The fusion settings `--tune` varies (each a `[search]` setting of the same name) and the values it tries.
 GRID: dict[str, tuple[float, ...]] = {
-    "fts_weight": (0.4, 0.5, 0.6),
-    "neighbour_weight": (0.5, 0.8),
+    "fts_weight": (0.4, 0.5),
+    "file_weight": (0.1, 0.2, 0.3),
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from memdir import MemoryTool, SearchHit, Store, open_store
 from memdir.errors import PathError
-from memdir.search import reindex, search
+from memdir.search import Searcher, reindex, search
 from memdir.search._index import SearchIndex
 
 NOTES = {
@@ -294,3 +294,15 @@ def test_a_directory_store_without_history_is_searched_by_snapshot(tmp_path: Pat
         (tmp_path / "plain" / "memories" / "b.md").write_text("lime pie\n")
         searcher(store).index.refresh(rescan=True)
         assert paths(fts(store, "lemon lime")) == ["/memories/b.md"]
+
+
+def test_a_line_of_the_file_that_holds_more_of_the_query_ranks_first(store: Store) -> None:
+    store.write("/memories/one.md", b"lemon cake\nsomething else\n")
+    store.write("/memories/two.md", b"lemon cake\nwe baked it for the party\n")
+    lines = [(h.path.virtual, h.first_line) for h in fts(store, "lemon cake party")]
+    # Line 1 of each is the same; two.md holds "party" too, so its line 1 comes first (late interaction).
+    assert lines.index(("/memories/two.md", 1)) < lines.index(("/memories/one.md", 1))
+    alone = {"file_weight": 0, "neighbour_weight": 0, "mode": "fts"}  # (line 2 would lift it as a neighbour too)
+    flat = Searcher(store, settings=alone).search("lemon cake party").hits
+    first = [(h.path.virtual, h.first_line) for h in flat if h.first_line == 1]
+    assert first == [("/memories/one.md", 1), ("/memories/two.md", 1)]  # without it: a tie, in index order

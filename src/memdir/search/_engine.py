@@ -42,6 +42,10 @@ class TextEngine(Protocol):
         """The best ``limit`` passages for the query ``terms`` (see `_text.query_terms`), best first."""
         ...
 
+    def file_counts(self, conn: AuxConnection, term: str, prefix: MemoryPath | None, cap: int) -> dict[str, int] | None:
+        """How many passages of each file (below ``prefix``) hold ``term``; None when more than ``cap`` do."""
+        ...
+
 
 def below(path: str, key: str) -> bool:
     return path == key or path.startswith(key + "/")

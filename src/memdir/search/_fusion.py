@@ -10,8 +10,9 @@ are. Then, each measured on LoCoMo (docs/benchmarks.md):
   whose neighbours match is in the right part of a note even when few of its own words match ("it was rich and
   creamy" after the question it answers). Neighbours change the ranking; they are shown around a hit, never
   returned as hits of their own.
-- **file** (off by default): a passage gains a share of the best base score in its file (late interaction: a
-  session or a note judged by its best passages); on LoCoMo it moved nothing (docs/benchmarks.md).
+- **file**: a passage gains a share (`Weights.file`) of its file's BM25 as a whole document, scaled to the best
+  file's: a session or a note that holds more of the query's words, over more of its lines, is more likely the
+  one asked about than a single look-alike line elsewhere (`SearchIndex.file_scores`).
 - **speaker**: in a transcript or a chat log (``Caroline: ...``, ``[D1:3] Caroline: ...``), a line said by
   someone the query names gains `Weights.speaker`: "what did Caroline research?" is most often answered by
   Caroline.
@@ -54,7 +55,7 @@ class Weights:
     neighbours: float = 0.5
     speaker: float = 0.1
     date: float = 0.3
-    file: float = 0.0
+    file: float = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,18 +97,17 @@ def fuse(
     near: Mapping[int, list[tuple[int, int]]],
     query: Query,
     weights: Weights,
+    files: Mapping[str, float] | None = None,
 ) -> list[Fused]:
     """Every passage of ``passages`` that is a result, scored (see the module's docstring), best first.
 
     ``bm25``: the full-text candidates' BM25; ``similarity``: every passage's cosine (None: full-text search);
-    ``near``: (chunk, distance) of each passage's neighbours, among ``passages``.
+    ``near``: (chunk, distance) of each passage's neighbours, among ``passages``; ``files``: each file's
+    whole-file BM25 scaled to the best 1.0 (`SearchIndex.file_scores`).
     """
     base, similar = _base(passages, bm25, similarity, weights)
     floor = similar | bm25.keys()
-    files: dict[str, float] = {}
-    for chunk, value in base.items():
-        path = passages[chunk].path
-        files[path] = max(files.get(path, 0.0), value)
+    files = files or {}
     fused = []
     for chunk, candidate in passages.items():
         if chunk not in floor:
@@ -118,7 +118,7 @@ def fuse(
             score += weights.speaker
         if weights.date and candidate.day is not None and any(s.matches(candidate.day) for s in query.spans):
             score += weights.date
-        score += weights.file * files[candidate.path]
+        score += weights.file * files.get(candidate.path, 0.0)
         who = tuple(name for name, hit in (("fts", chunk in bm25), ("semantic", chunk in similar)) if hit)
         fused.append(Fused(chunk, score, who))
     fused.sort(key=lambda item: (-item.score, item.chunk))

@@ -20,6 +20,7 @@ otherwise reads the log as recorded (``store.log(since, rescan=False)``): no wal
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -47,6 +48,8 @@ CHUNK_LINES = 1  # lines per passage: a line is a turn in a transcript, a bullet
 RESCAN_SECONDS = 5.0  # the shortest time between two rescans of a directory store for outside edits
 _RESCAN_SHARE = 20  # ...and at least this many times the last rescan took, so rescans cost at most ~5%
 _BATCH = 500  # files per write transaction while catching up
+FILE_TERM_CAP = 2_000  # passages holding a term beyond which whole-file BM25 leaves the term out
+_K1, _B = 1.2, 0.75  # BM25's parameters (FTS5's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,7 @@ class SearchIndex:
         self.ns = store.namespace
         self.chunk_size = chunk_size
         self._scanned = float("-inf")  # monotonic time of the last rescan for outside edits
+        self._files = (-1, 1)  # (generation, files indexed)
         self._scan_cost = 0.0
         self.engine: TextEngine = PgEngine(self.ns) if store.aux.dialect == "postgres" else Fts5Engine(self.ns)
         store.aux.ensure(self.engine.migrations)
@@ -263,9 +267,48 @@ class SearchIndex:
         with self.store.aux.reading("search") as conn:
             return _passages(conn, list(ids))
 
-    def near(self, passages: dict[int, Candidate], window: int) -> dict[int, list[tuple[int, int]]]:
+    def file_scores(self, query: str, lengths: dict[str, int], prefix: MemoryPath | None) -> dict[str, float]:
+        """BM25 of whole files for ``query``, for the files of ``lengths`` (path -> passages), scaled to the best 1.0.
+
+        A file's term frequency is the number of its passages holding the term, its length its passage count
+        (relative to the mean over ``lengths``); a term held by more than `FILE_TERM_CAP` passages is left out
+        (a common word, whose weight is small: counting it would cost most)."""
+        terms = query_terms(query)
+        if not terms or not lengths:
+            return {}
+        average = sum(lengths.values()) / len(lengths)
+        scores: dict[str, float] = dict.fromkeys(lengths, 0.0)
+        with self.store.aux.reading("search") as conn:
+            files = self.files(conn)
+            for term in terms:
+                counts = self.engine.file_counts(conn, term, prefix, FILE_TERM_CAP)
+                if not counts:
+                    continue
+                idf = math.log(1 + (files - len(counts) + 0.5) / (len(counts) + 0.5))
+                for path, count in counts.items():
+                    if path in scores:
+                        norm = _K1 * (1 - _B + _B * lengths[path] / average)
+                        scores[path] += idf * count * (_K1 + 1) / (count + norm)
+        best = max(scores.values(), default=0.0) or 1.0
+        return {path: score / best for path, score in scores.items()}
+
+    def files(self, conn: AuxConnection) -> int:
+        """The files this namespace's index holds (counted once per generation of the index)."""
+        row = conn.execute("SELECT generation FROM search_state WHERE ns = ?", (self.ns,)).fetchone()
+        generation = int(row[0]) if row else 0
+        if self._files[0] != generation:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM search_files WHERE ns = ? AND sha256 IS NOT NULL", (self.ns,)
+            ).fetchone()
+            self._files = (generation, max(int(count), 1))
+        return self._files[1]
+
+    def near(
+        self, passages: dict[int, Candidate], window: int, lengths: dict[str, int] | None = None
+    ) -> dict[int, list[tuple[int, int]]]:
         """For each of ``passages``, (chunk id, distance) of the passages up to ``window`` before and after it in
-        its file; the neighbours not among ``passages`` are added to it."""
+        its file; the neighbours not among ``passages`` are added to it, and each file's passage count to
+        ``lengths``."""
         paths = sorted({c.path for c in passages.values()})
         order: dict[str, list[int]] = {}
         with self.store.aux.reading("search") as conn:
@@ -278,6 +321,8 @@ class SearchIndex:
                 )
                 for chunk, path in rows:
                     order.setdefault(path, []).append(int(chunk))
+        if lengths is not None:
+            lengths.update((path, len(ids)) for path, ids in order.items())
         near: dict[int, list[tuple[int, int]]] = {}
         for ids in order.values():
             at = {chunk: n for n, chunk in enumerate(ids)}

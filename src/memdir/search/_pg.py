@@ -289,6 +289,19 @@ class PgEngine:
             best += self._fill(conn, known, {chunk for chunk, _ in best}, limit - len(best), prefix)
         return best
 
+    def file_counts(self, conn: AuxConnection, term: str, prefix: MemoryPath | None, cap: int) -> dict[str, int] | None:
+        quoted = tsquery_terms([term])
+        if not quoted:
+            return {}
+        where, params = prefix_clause(prefix)
+        rows = conn.execute(
+            "SELECT s.path, count(*) FROM (SELECT c.path FROM search_chunks c "
+            f"WHERE c.words @@ to_tsquery({_CONFIG}, ?) AND c.ns = ?{where} LIMIT ?) AS s GROUP BY s.path",
+            (quoted[0], self.ns, *params, cap + 1),
+        ).fetchall()
+        counts = {str(path): int(count) for path, count in rows}
+        return None if sum(counts.values()) > cap else counts
+
     def _newest(self, conn: AuxConnection, known: _Terms, limit: int, prefix: MemoryPath | None) -> list[Scored]:
         """Every term is common: rank only the passages from the rarest term's newest ~budget on."""
         how = known.plan

@@ -113,8 +113,10 @@ class Searcher:
                     dated = self.index.dated(span.first, span.last + SLACK_DAYS, pool, prefix)
                     passages.update(self.index.chunks(c for c in dated if c not in passages))
         bm25 = {c.chunk: c.score for c in full_text}
-        near = self.index.near(passages, NEIGHBOUR_WINDOW)
-        fused = fuse(passages, bm25, similarity, near, query, self.weights)[:limit]
+        lengths: dict[str, int] = {}
+        near = self.index.near(passages, NEIGHBOUR_WINDOW, lengths)
+        files = self.index.file_scores(text, lengths, prefix) if self.weights.file else {}
+        fused = fuse(passages, bm25, similarity, near, query, self.weights, files)[:limit]
         best = fused[0].score if fused and fused[0].score > 0 else 1.0
         return [_hit(passages, near, f, rank, best) for rank, f in enumerate(fused, start=1)]
 
