@@ -145,6 +145,11 @@ class GatedStore(Store):
         found = secrets_in_name(self.rules.policy, target.virtual)
         return redact(target.virtual, list(found))[0] if found else target.virtual
 
+    def shown(self, path: PathLike) -> str:
+        """``path`` as the gate records and shows it: its normal form, any secret in it redacted (what a door says
+        back about a path it refused for holding one)."""
+        return self._shown(path) or ""
+
     def _labels(self) -> tuple[str, str | None, str | None]:
         """The caller's actor, session and source as recorded (secrets redacted), worked out once per gate."""
         labels: tuple[str, str | None, str | None] | None = self.__dict__.get("_labels_cache")
