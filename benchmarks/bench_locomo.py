@@ -1,28 +1,36 @@
-"""Retrieval quality on the LoCoMo development split (set-up and metrics: ../shared/bench/README.md).
+"""Retrieval quality on the LoCoMo development split, at an equal budget of returned turns (issue 16).
 
-One memory file per session, ``/memories/locomo/<conversation>/session_<N>.md``: first line the session's date,
-then one line per turn ``[D7:3] Caroline: text [shares image: caption]``; one fresh store per conversation;
-every question with evidence (categories 1-4) is a query. A hit covers the dia_ids written in its passage.
+Set-up (../shared/bench/README.md): one memory file per session, ``/memories/locomo/<conversation>/session_<N>.md``,
+first line the session's date, then one line per turn ``[D7:3] Caroline: text [shares image: caption]``; one
+fresh store per conversation; every question with evidence (categories 1-4) is a query.
 
-- turn recall@k: mean over questions of |gold dia_ids in the top-k hits| / |gold|
-- session recall@k: the same over the sessions (files) of the top-k hits
+The measure (the figure of record): each system's ranked hits (``limit`` 50) are flattened into distinct dialogue
+turns in rank order (a passage's turns in its own order; only the hit's passage counts, never the context lines
+shown around it) and cut at B turns.
 
-Hybrid search's weights (the BM25 share, the neighbour weight) were chosen on conversations 1-2 and are
-measured on conversations 3-5 as well as on all five; ``--tune`` reruns that choice.
+- **R@B turns** = |gold turns among the first B| / |gold|, averaged over questions, for B = 5, 10, 25, 50;
+- **session Hit@1**: the first returned turn lies in a session that holds evidence;
+- per question category, and search latency p50/p95 (one search call, limit 50, index and model warm).
 
-    python benchmarks/bench_locomo.py                 # every variant
-    python benchmarks/bench_locomo.py --variant fts   # one
+Systems: ``bm25`` is plain BM25 over single date-prefixed turns (k1 1.2, b 0.75, lower-case alphanumeric tokens,
+a small stop list: the README's baseline); ``default`` is memdir's default search as ``store.search`` runs it
+(hybrid when the semantic extra is installed); ``fts`` is memdir's full-text search alone. Embeddings are cached on
+disk between runs (``_embedding_cache``), so only the first run embeds.
+
+    python benchmarks/bench_locomo.py                          # bm25, default, fts: the table of record
+    python benchmarks/bench_locomo.py --system default         # one system
     python benchmarks/bench_locomo.py --conversations 1 --questions 40   # a slice
-    python benchmarks/bench_locomo.py --held-out      # variants on conversations 3-5 only
-    python benchmarks/bench_locomo.py --tune          # choose the hybrid weights on conversations 1-2
+    python benchmarks/bench_locomo.py --tune                   # the fusion weights, leave-one-conversation-out
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import re
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -33,37 +41,24 @@ from typing import Any
 from memdir import MemoryStore
 from memdir.search import Searcher
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo_dev.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _embedding_cache import CachedEmbeddings
+
+
+def _data_file() -> Path:
+    """``shared/bench/locomo_dev.json`` beside the repository (or beside a worktree's parent folder)."""
+    for folder in Path(__file__).resolve().parents[1:4]:
+        found = folder / "shared" / "bench" / "locomo_dev.json"
+        if found.is_file():
+            return found
+    return Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_dev.json"
+
+
+DATA = _data_file()
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+BUDGETS = (5, 10, 25, 50)
+LIMIT = 50  # hits asked of each system
 _DIA = re.compile(r"\[(D\d+:\d+)\]")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One configuration to measure: search mode and the index's passage size, fusion weight, provider."""
-
-    name: str
-    mode: str = "fts"
-    passage_lines: int = 4
-    fts_weight: float | None = None
-    neighbour_weight: float | None = None  # None: the default (0.8 / passage lines)
-    provider: str | None = None  # None: the default local model
-
-
-VARIANTS = [
-    Variant("bm25-baseline", mode="baseline"),  # the README's baseline, recomputed (for subsets of questions)
-    Variant("fts-1line", passage_lines=1),
-    Variant("fts-2lines", passage_lines=2),
-    Variant("fts", passage_lines=4),
-    Variant("hybrid-1line-no-neighbours", mode="hybrid", passage_lines=1, neighbour_weight=0.0),
-    Variant("hybrid-1line", mode="hybrid", passage_lines=1),
-    Variant("hybrid-no-neighbours", mode="hybrid", passage_lines=4, neighbour_weight=0.0),
-    Variant("hybrid", mode="hybrid", passage_lines=4),
-]
-TUNE = slice(0, 2)  # conversations the hybrid weights are chosen on
-HELD_OUT = slice(2, None)  # ...and the ones they never saw
-FTS_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
-NEIGHBOUR_WEIGHTS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 
 
 @dataclass
@@ -74,10 +69,18 @@ class Question:
 
 
 @dataclass
-class Scores:
-    turn5: list[float] = field(default_factory=list)
-    turn10: list[float] = field(default_factory=list)
-    session5: list[float] = field(default_factory=list)
+class Result:
+    """One question's outcome: R@B for each budget, whether the first turn's session holds evidence."""
+
+    category: int
+    recall: dict[int, float]
+    hit1: float
+
+
+@dataclass
+class Run:
+    results: list[Result] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # milliseconds per search call
 
 
 def load(path: Path = DATA) -> list[dict[str, Any]]:
@@ -96,13 +99,16 @@ def sessions(conversation: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
     return dict(sorted(found.items()))
 
 
+def turn_line(turn: dict[str, Any]) -> str:
+    line = f"[{turn['dia_id']}] {turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        line += f" [shares image: {turn['blip_caption']}]"
+    return line
+
+
 def session_file(conversation: dict[str, Any], number: int, turns: list[dict[str, Any]]) -> str:
     lines = [str(conversation.get(f"session_{number}_date_time", ""))]
-    for turn in turns:
-        line = f"[{turn['dia_id']}] {turn['speaker']}: {turn['text']}"
-        if turn.get("blip_caption"):
-            line += f" [shares image: {turn['blip_caption']}]"
-        lines.append(line)
+    lines += [turn_line(turn) for turn in turns]
     return "\n".join(lines) + "\n"
 
 
@@ -119,38 +125,48 @@ def normalise_evidence(raw: list[str], known: set[str]) -> set[str]:
     return gold
 
 
-def build(sample: dict[str, Any]) -> tuple[MemoryStore, list[Question]]:
-    store = MemoryStore()
-    conversation = sample["conversation"]
-    known: set[str] = set()
-    for number, turns in sessions(conversation).items():
-        known.update(t["dia_id"] for t in turns)
-        text = session_file(conversation, number, turns)
-        store.write(f"/memories/locomo/{sample['sample_id']}/session_{number}.md", text.encode())
-    questions = []
+def questions_of(sample: dict[str, Any]) -> list[Question]:
+    known = {t["dia_id"] for turns in sessions(sample["conversation"]).values() for t in turns}
+    found = []
     for qa in sample["qa"]:
         gold = normalise_evidence(qa.get("evidence", []), known)
         if qa.get("category") in CATEGORIES and gold:
-            questions.append(Question(str(qa["question"]), int(qa["category"]), gold))
-    return store, questions
+            found.append(Question(str(qa["question"]), int(qa["category"]), gold))
+    return found
+
+
+def build(sample: dict[str, Any]) -> tuple[MemoryStore, list[Question]]:
+    store = MemoryStore()
+    conversation = sample["conversation"]
+    for number, turns in sessions(conversation).items():
+        text = session_file(conversation, number, turns)
+        store.write(f"/memories/locomo/{sample['sample_id']}/session_{number}.md", text.encode())
+    return store, questions_of(sample)
 
 
 def session_of(dia: str) -> str:
     return dia.split(":")[0]
 
 
-def evaluate(searcher: Searcher, questions: list[Question], mode: str) -> dict[int, Scores]:
-    scores: dict[int, Scores] = defaultdict(Scores)
+def score(question: Question, turns: list[str]) -> Result:
+    """R@B over the distinct ``turns`` in rank order, and session Hit@1."""
+    distinct = list(dict.fromkeys(turns))
+    recall = {b: len(question.gold & set(distinct[:b])) / len(question.gold) for b in BUDGETS}
+    first = session_of(distinct[0]) if distinct else None
+    hit1 = float(first is not None and first in {session_of(d) for d in question.gold})
+    return Result(question.category, recall, hit1)
+
+
+# -- the systems ----------------------------------------------------------------------------------------------
+
+
+def run_memdir(searcher: Searcher, questions: list[Question], mode: str, run: Run) -> None:
+    searcher.search(questions[0].text, limit=LIMIT, mode=mode)  # type: ignore[arg-type]  # warm
     for question in questions:
-        hits = searcher.search(question.text, limit=10, mode=mode).hits  # type: ignore[arg-type]
-        covered = [set(_DIA.findall(hit.passage)) for hit in hits]
-        gold_sessions = {session_of(d) for d in question.gold}
-        top5_sessions = {"D" + h.path.name.removeprefix("session_").removesuffix(".md") for h in hits[:5]}
-        s = scores[question.category]
-        s.turn5.append(len(question.gold & set().union(*covered[:5])) / len(question.gold))
-        s.turn10.append(len(question.gold & set().union(*covered[:10])) / len(question.gold))
-        s.session5.append(len(gold_sessions & top5_sessions) / len(gold_sessions))
-    return scores
+        started = time.perf_counter()
+        hits = searcher.search(question.text, limit=LIMIT, mode=mode).hits  # type: ignore[arg-type]
+        run.latencies.append((time.perf_counter() - started) * 1000)
+        run.results.append(score(question, [d for hit in hits for d in _DIA.findall(hit.passage)]))
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -163,168 +179,188 @@ _BASELINE_STOP = frozenset(
 )
 
 
-def _bm25_top(docs: list[list[str]], query: list[str], k: int) -> list[int]:
-    """Plain BM25 (k1 1.2, b 0.75): the README's baseline, to measure it on any subset of the questions."""
-    n = len(docs)
-    avg = sum(map(len, docs)) / max(n, 1)
-    df: dict[str, int] = defaultdict(int)
-    for doc in docs:
-        for term in set(doc):
-            df[term] += 1
-    scores = []
-    for i, doc in enumerate(docs):
-        score = 0.0
-        for term in set(query):
-            tf = doc.count(term)
-            if tf:
-                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(doc) / avg))
-        scores.append((-score, i))
-    return [i for score, i in sorted(scores)[:k] if score < 0]
-
-
 def _tokens(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _BASELINE_STOP]
 
 
-def run_baseline(data: list[dict[str, Any]], questions: int | None = None) -> dict[int, Scores]:
-    """BM25 over single turns (turn recall) and over whole session files (session recall)."""
-    total: dict[int, Scores] = defaultdict(Scores)
+class BM25:
+    """Plain BM25 (k1 1.2, b 0.75) over token lists."""
+
+    def __init__(self, docs: list[list[str]]) -> None:
+        self.docs = [defaultdict(int) for _ in docs]
+        for counts, doc in zip(self.docs, docs, strict=True):
+            for term in doc:
+                counts[term] += 1
+        self.lengths = [len(doc) for doc in docs]
+        self.average = sum(self.lengths) / max(len(docs), 1)
+        df: dict[str, int] = defaultdict(int)
+        for counts in self.docs:
+            for term in counts:
+                df[term] += 1
+        n = len(docs)
+        self.idf = {term: math.log(1 + (n - f + 0.5) / (f + 0.5)) for term, f in df.items()}
+
+    def top(self, query: list[str], k: int) -> list[int]:
+        scores = []
+        for i, counts in enumerate(self.docs):
+            norm = 1.2 * (0.25 + 0.75 * self.lengths[i] / self.average)
+            total = sum(self.idf[t] * counts[t] * 2.2 / (counts[t] + norm) for t in set(query) if t in counts)
+            if total > 0:
+                scores.append((-total, i))
+        return [i for _, i in sorted(scores)[:k]]
+
+
+def run_bm25(sample: dict[str, Any], questions: list[Question], run: Run) -> None:
+    """The README's baseline: BM25 over single turns, each prefixed with its session's date."""
+    conversation = sample["conversation"]
+    turns = [
+        (t["dia_id"], f"{conversation.get(f'session_{n}_date_time', '')} {turn_line(t)}")
+        for n, ts in sessions(conversation).items()
+        for t in ts
+    ]
+    index = BM25([_tokens(_DIA.sub("", text)) for _, text in turns])
+    for question in questions:
+        started = time.perf_counter()
+        top = index.top(_tokens(question.text), LIMIT)
+        run.latencies.append((time.perf_counter() - started) * 1000)
+        run.results.append(score(question, [turns[i][0] for i in top]))
+
+
+_providers: dict[str, Any] = {}
+
+
+def provider() -> CachedEmbeddings:
+    """The default local model behind the on-disk cache (one per process)."""
+    if "default" not in _providers:
+        from memdir.search import LocalModel
+
+        _providers["default"] = CachedEmbeddings(LocalModel())
+    found: CachedEmbeddings = _providers["default"]
+    return found
+
+
+def searcher_for(store: MemoryStore, options: dict[str, Any] | None = None) -> Searcher:
+    """The default search of ``store`` (default settings), with the cached model; ``options`` as settings."""
+    return Searcher(store, settings=dict(options or {}), provider=provider())
+
+
+def run_system(
+    system: str, data: list[dict[str, Any]], *, questions: int | None = None, options: dict[str, Any] | None = None
+) -> Run:
+    run = Run()
     for sample in data:
-        conversation = sample["conversation"]
-        turns = [(t["dia_id"], t) for _, ts in sessions(conversation).items() for t in ts]
-        turn_docs = [_tokens(f"{t['speaker']}: {t['text']} {t.get('blip_caption') or ''}") for _, t in turns]
-        files = [(f"D{n}", session_file(conversation, n, ts)) for n, ts in sessions(conversation).items()]
-        file_docs = [_tokens(text) for _, text in files]
-        for question in build(sample)[1][:questions]:
-            words = _tokens(question.text)
-            top = [turns[i][0] for i in _bm25_top(turn_docs, words, 10)]
-            gold_sessions = {session_of(d) for d in question.gold}
-            top_sessions = {files[i][0] for i in _bm25_top(file_docs, words, 5)}
-            s = total[question.category]
-            s.turn5.append(len(question.gold & set(top[:5])) / len(question.gold))
-            s.turn10.append(len(question.gold & set(top)) / len(question.gold))
-            s.session5.append(len(gold_sessions & top_sessions) / len(gold_sessions))
-    return total
-
-
-def run_variant(
-    variant: Variant, data: list[dict[str, Any]], *, conversations: int | None = None, questions: int | None = None
-) -> dict[int, Scores]:
-    if variant.mode == "baseline":
-        return run_baseline(data[:conversations], questions)
-    total: dict[int, Scores] = defaultdict(Scores)
-    provider = _provider(variant.provider) if variant.mode == "hybrid" else None
-    for sample in data[:conversations]:
+        if system == "bm25":
+            run_bm25(sample, questions_of(sample)[:questions], run)
+            continue
         store, asked = build(sample)
-        searcher = _searcher(store, variant, provider)
-        merge(total, evaluate(searcher, asked[:questions], variant.mode))
+        searcher = searcher_for(store, options)
+        run_memdir(searcher, asked[:questions], "fts" if system == "fts" else "auto", run)
         store.close()
-    return total
+    return run
 
 
-def _searcher(store: MemoryStore, variant: Variant, provider: Any) -> Searcher:
-    return Searcher(
-        store,
-        settings={"passage_lines": variant.passage_lines},
-        provider=provider,
-        fts_weight=variant.fts_weight,
-        neighbour_weight=variant.neighbour_weight,
-    )
+# -- choosing weights, leave-one-conversation-out -------------------------------------------------------------
+
+# The fusion settings `--tune` varies (each a `[search]` setting of the same name) and the values it tries.
+GRID: dict[str, tuple[float, ...]] = {
+    "fts_weight": (0.4, 0.5),
+    "file_weight": (0.1, 0.2, 0.3),
+}
 
 
-def merge(total: dict[int, Scores], more: dict[int, Scores]) -> None:
-    for category, scores in more.items():
-        total[category].turn5 += scores.turn5
-        total[category].turn10 += scores.turn10
-        total[category].session5 += scores.session5
+def objective(run: Run) -> float:
+    """What the choice maximises: R@10 turns plus session Hit@1 (the issue's two targets, equally)."""
+    return mean([r.recall[10] for r in run.results]) + mean([r.hit1 for r in run.results])
 
 
-def tune(data: list[dict[str, Any]], passage_lines: int) -> Variant:
-    """The hybrid weights with the best turn recall@10 on the `TUNE` conversations (each store built once)."""
-    provider = _provider(None)
-    built = [build(sample) for sample in data[TUNE]]
-    results: dict[tuple[float, float], float] = {}
-    for fts_weight in FTS_WEIGHTS:
-        for neighbour_weight in NEIGHBOUR_WEIGHTS:
-            variant = Variant("tuned", "hybrid", passage_lines, fts_weight, neighbour_weight)
-            total: dict[int, Scores] = defaultdict(Scores)
-            for store, asked in built:
-                merge(total, evaluate(_searcher(store, variant, provider), asked, "hybrid"))
-            s = overall(total)
-            results[fts_weight, neighbour_weight] = mean(s.turn10)
-            print(f"  fts_weight {fts_weight} neighbour_weight {neighbour_weight}: {_cells(s)}", flush=True)
-    best = max(results, key=lambda key: results[key])
-    return Variant(f"tuned-{passage_lines}line", "hybrid", passage_lines, best[0], best[1])
+def tune(data: list[dict[str, Any]]) -> Run:
+    """For each conversation: the grid point best on the other four, measured on it. Returns the held-out run."""
+    points = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
+    by_point: dict[int, list[Run]] = {}
+    for n, point in enumerate(points):
+        by_point[n] = [run_system("default", [sample], options=point) for sample in data]
+        total = _merge(by_point[n])
+        print(f"  {point}: {_summary_cells(total)}", flush=True)
+    held_out = Run()
+    for fold, sample in enumerate(data):
+        others = [i for i in range(len(data)) if i != fold]
+        best = max(range(len(points)), key=lambda n: objective(_merge([by_point[n][i] for i in others])))
+        print(f"  held out {sample['sample_id']}: chose {points[best]}", flush=True)
+        chosen = by_point[best][fold]
+        held_out.results += chosen.results
+        held_out.latencies += chosen.latencies
+    return held_out
 
 
-def _provider(name: str | None) -> Any:
-    from memdir.search import LocalModel
-
-    return LocalModel() if name is None else LocalModel(Path(name))
-
-
-def overall(scores: dict[int, Scores]) -> Scores:
-    merged = Scores()
-    for s in scores.values():
-        merged.turn5 += s.turn5
-        merged.turn10 += s.turn10
-        merged.session5 += s.session5
+def _merge(runs: list[Run]) -> Run:
+    merged = Run()
+    for run in runs:
+        merged.results += run.results
+        merged.latencies += run.latencies
     return merged
+
+
+# -- tables ---------------------------------------------------------------------------------------------------
 
 
 def mean(values: list[float]) -> float:
     return 100 * sum(values) / len(values) if values else 0.0
 
 
-def _cells(s: Scores) -> str:
-    return f"{mean(s.turn5):.1f} | {mean(s.turn10):.1f} | {mean(s.session5):.1f}"
+def _cells(results: list[Result]) -> str:
+    recall = " | ".join(f"{mean([r.recall[b] for r in results]):.1f}" for b in BUDGETS)
+    return f"{recall} | {mean([r.hit1 for r in results]):.1f}"
 
 
-def table(name: str, scores: dict[int, Scores]) -> str:
-    rows = [f"### {name}", "", "| category | questions | turn R@5 | turn R@10 | session R@5 |", "|---|---|---|---|---|"]
+def _latency(run: Run) -> str:
+    if not run.latencies:
+        return "- | -"
+    ordered = sorted(run.latencies)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return f"{statistics.median(ordered):.1f} | {p95:.1f}"
+
+
+def _summary_cells(run: Run) -> str:
+    return f"{_cells(run.results)} | {_latency(run)}"
+
+
+HEAD = "| R@5 turns | R@10 turns | R@25 turns | R@50 turns | session Hit@1 |"
+
+
+def table(name: str, run: Run) -> str:
+    rows = [f"### {name}", "", f"| category | questions {HEAD}", "|---|---|---|---|---|---|---|"]
     for category, label in CATEGORIES.items():
-        s = scores.get(category, Scores())
-        rows.append(
-            f"| {label} | {len(s.turn5)} | {mean(s.turn5):.1f} | {mean(s.turn10):.1f} | {mean(s.session5):.1f} |"
-        )
-    s = overall(scores)
-    rows.append(
-        f"| **overall** | {len(s.turn5)} | {mean(s.turn5):.1f} | {mean(s.turn10):.1f} | {mean(s.session5):.1f} |"
-    )
+        mine = [r for r in run.results if r.category == category]
+        rows.append(f"| {label} | {len(mine)} | {_cells(mine)} |")
+    rows.append(f"| **overall** | {len(run.results)} | {_cells(run.results)} |")
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variant", action="append", help="variant name (repeatable); default: all")
-    parser.add_argument("--conversations", type=int, default=None)
-    parser.add_argument("--questions", type=int, default=None, help="per conversation")
-    parser.add_argument("--held-out", action="store_true", help="only the conversations the weights never saw")
-    parser.add_argument("--tune", action="store_true", help="choose the hybrid weights on conversations 1-2")
+    parser.add_argument("--system", action="append", choices=["bm25", "default", "fts"], help="repeatable")
+    parser.add_argument("--conversations", type=int, default=None, help="the first N conversations")
+    parser.add_argument("--questions", type=int, default=None, help="the first N questions per conversation")
+    parser.add_argument("--tune", action="store_true", help="choose the fusion weights leave-one-conversation-out")
+    parser.add_argument(
+        "--budget", action="store_true", help="the equal-budget measure (the default; kept for the issue's command)"
+    )
     args = parser.parse_args(argv)
-    data = load()
-    chosen = [v for v in VARIANTS if not args.variant or v.name in args.variant]
+    data = load()[: args.conversations]
+    print(f"{len(data)} conversations: {', '.join(d['sample_id'] for d in data)}\n", flush=True)
+    summary = [f"| system {HEAD} p50 ms | p95 ms |", "|---|---|---|---|---|---|---|---|"]
+    runs: list[tuple[str, Run]] = []
     if args.tune:
-        print(f"choosing on {', '.join(d['sample_id'] for d in data[TUNE])} (turn R@5 | R@10 | session R@5):")
-        chosen = [tune(data, 1)]
-        print(f"chosen: {chosen[0]}\n")
-        args.held_out = True
-    if args.held_out:
-        data = data[HELD_OUT]
-        print(f"held-out conversations: {', '.join(d['sample_id'] for d in data)}\n")
-    summary = ["| variant | turn R@5 | turn R@10 | session R@5 | seconds |", "|---|---|---|---|---|"]
-    for variant in chosen:
+        runs.append(("default, weights chosen leave-one-conversation-out", tune(data)))
+    for system in args.system or ([] if args.tune else ["bm25", "default", "fts"]):
         started = time.perf_counter()
-        scores = run_variant(variant, data, conversations=args.conversations, questions=args.questions)
-        took = time.perf_counter() - started
-        print(table(f"{variant.name} ({took:.0f} s)", scores) + "\n", flush=True)
-        s = overall(scores)
-        summary.append(
-            f"| {variant.name} | {mean(s.turn5):.1f} | {mean(s.turn10):.1f} | {mean(s.session5):.1f} | {took:.0f} |"
-        )
+        runs.append((system, run_system(system, data, questions=args.questions)))
+        print(f"{system}: {time.perf_counter() - started:.0f} s", flush=True)
+    for name, run in runs:
+        print(table(name, run) + "\n", flush=True)
+        summary.append(f"| {name} | {_summary_cells(run)} |")
     print("\n".join(summary))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

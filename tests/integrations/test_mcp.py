@@ -509,8 +509,8 @@ async def test_search_finds_the_passage_in_exact_text(client: Client, base: str)
     head, _, rest = text.partition("\n\n")
     assert head.startswith("1 passage matching 'email follow-ups', best first.")
     first, passage = rest.split("\n", 1)
-    assert first.startswith(f"{base}/acme.md (lines 1-2, score ")
-    assert passage == "     1\t# Acme\n     2\tprefers email follow-ups"
+    assert first.startswith(f"{base}/acme.md (line 2, relevance 1.00, ")
+    assert passage == "     2\tprefers email follow-ups"
 
 
 async def test_search_sees_edits_and_deletes(client: Client, base: str) -> None:

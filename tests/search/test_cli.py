@@ -30,12 +30,7 @@ def invoke(url: str, *args: str) -> tuple[int, str, str]:
 def test_piped_output_is_one_tab_separated_line_per_hit(url: str) -> None:
     code, out, err = invoke(url, "search", "email", "--mode", "fts")
     assert code == 0
-    assert (
-        out
-        == "/memories/clients/acme.md\t1-2\t"
-        + out.split("\t")[2]
-        + "\t     1\t# Acme\\n     2\tprefers [email] follow-ups\n"
-    )
+    assert out == "/memories/clients/acme.md\t2\t1.00\t     2\tprefers [email] follow-ups\n"
     assert err == "1 hit. Full-text search (BM25).\n"
 
 
@@ -43,7 +38,10 @@ def test_json(url: str) -> None:
     code, out, _ = invoke(url, "search", "milk email", "--json", "--mode", "fts", "--limit", "1")
     data = json.loads(out)
     assert code == 0 and data["mode"] == "fts" and len(data["hits"]) == 1
-    assert set(data["hits"][0]) == {"path", "first_line", "last_line", "score", "retrievers", "passage"}
+    assert set(data["hits"][0]) == {
+        "path", "first_line", "last_line", "rank", "relevance", "score", "retrievers", "passage", "before", "after"
+    }  # fmt: skip
+    assert (data["hits"][0]["rank"], data["hits"][0]["relevance"]) == (1, 1.0)
 
 
 def test_prefix(url: str) -> None:
@@ -55,8 +53,17 @@ def test_table_on_a_terminal_keeps_brackets(url: str, monkeypatch: pytest.Monkey
     monkeypatch.setattr("memdir.cli._search.stdout_is_tty", lambda: True)
     code, out, _ = invoke(url, "search", "email", "--mode", "fts")
     assert code == 0
-    assert "Path" in out and "/memories/clients/acme.md" in out and "[email]" in out
+    assert "Relevance" in out and "/memories/clients/acme.md" in out and "[email]" in out
     assert "1 hit. Full-text search (BM25)." in out
+
+
+def test_the_table_shows_the_lines_around_a_hit(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memdir.cli._search.stdout_is_tty", lambda: True)
+    with open_store(url) as store:
+        store.write("/memories/call.md", b"agenda first\nthe budget was approved\nnext steps later\n")
+    code, out, _ = invoke(url, "search", "budget", "--mode", "fts")
+    assert code == 0
+    assert out.index("1  agenda first") < out.index("2  the budget was approved") < out.index("3  next steps later")
 
 
 def test_bad_prefix_is_one_line_error(url: str) -> None:

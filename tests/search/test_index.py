@@ -11,7 +11,7 @@ import pytest
 from backends import BACKENDS
 from memdir import MemoryTool, SearchHit, Store, open_store
 from memdir.errors import PathError
-from memdir.search import reindex, search
+from memdir.search import Searcher, reindex, search
 from memdir.search._index import SearchIndex
 
 NOTES = {
@@ -41,17 +41,19 @@ def test_finds_the_passage_with_numbered_lines(store: Store) -> None:
     fill(store)
     (hit,) = fts(store, "hiking", limit=1)
     assert hit.path.virtual == "/memories/trips.md"
-    assert (hit.first_line, hit.last_line) == (1, 3)
-    assert (
-        hit.passage
-        == "     1\t# Trips\n     2\t- hiked the Dolomites in June\n     3\t- sailing in Croatia next summer"
-    )
-    assert hit.score > 0 and hit.retrievers == ("fts",)
+    assert (hit.first_line, hit.last_line) == (2, 2)
+    assert hit.passage == "     2\t- hiked the Dolomites in June"
+    assert (hit.before, hit.after) == ("", "     3\t- sailing in Croatia next summer")  # the heading is no passage
+    assert hit.score > 0 and hit.retrievers == ("fts",) and (hit.rank, hit.relevance) == (1, 1.0)
 
 
 def test_ranking_prefers_the_passage_with_more_matching_words(store: Store) -> None:
     fill(store)
-    assert paths(fts(store, "Acme email Tuesdays")) == ["/memories/clients/acme.md", "/memories/clients/globex.md"]
+    found = fts(store, "Acme email Tuesdays")
+    assert (found[0].path.virtual, found[0].first_line) == ("/memories/clients/acme.md", 2)
+    assert "/memories/clients/globex.md" in paths(found)
+    assert [hit.rank for hit in found] == list(range(1, len(found) + 1))
+    assert 1.0 == found[0].relevance > found[-1].relevance > 0
 
 
 def test_store_search_is_the_same_search(store: Store) -> None:
@@ -66,19 +68,26 @@ def test_the_same_results_on_every_backend(make_store: object, tmp_path: Path) -
             fill(store)
             results.append([(h.path.virtual, h.first_line, h.passage) for h in fts(store, "email phone Acme")])
     assert results[0] == results[1] == results[2]
-    assert len(results[0]) == 2
+    # Acme's email line and Globex's, and Acme's contact line (found by its note's name, "Acme").
+    assert {(path, line) for path, line, _ in results[0]} == {
+        ("/memories/clients/acme.md", 2),
+        ("/memories/clients/globex.md", 2),
+        ("/memories/clients/acme.md", 3),
+    }
 
 
-def test_long_files_are_cut_into_passages_at_headings_and_blank_lines(store: Store) -> None:
+def test_files_are_cut_into_lines_found_by_their_headings_too(store: Store) -> None:
     lines = [f"fact number {n} about nothing" for n in range(1, 11)]
     lines[6] = "the wifi password hint is in the blue notebook"
-    store.write("/memories/long.md", ("# Facts\n" + "\n".join(lines) + "\n\n## More\nzebra crossing\n").encode())
+    store.write("/memories/long.md", ("# Facts\n" + "\n".join(lines) + "\n\n## Crossings\nzebra\n").encode())
     (hit,) = fts(store, "notebook", limit=1)
-    assert (hit.first_line, hit.last_line) == (5, 8)
-    assert "     8\tthe wifi password hint is in the blue notebook" in hit.passage
-    (hit,) = fts(store, "zebra", limit=1)
-    assert (hit.first_line, hit.last_line) == (13, 14)
-    assert hit.passage == "    13\t## More\n    14\tzebra crossing"
+    assert (hit.first_line, hit.last_line) == (8, 8)
+    assert hit.passage == "     8\tthe wifi password hint is in the blue notebook"
+    assert (hit.before, hit.after) == ("     7\tfact number 6 about nothing", "     9\tfact number 8 about nothing")
+    (hit,) = fts(store, "crossings", limit=1)  # a word of the section's heading finds the section's lines
+    assert (hit.first_line, hit.passage) == (14, "    14\tzebra")
+    store.write("/memories/title.md", b"# Only a title\n")  # a heading with nothing below it is a passage
+    assert [h.passage for h in fts(store, "title")] == ["     1\t# Only a title"]
 
 
 def test_limit_and_path_prefix(store: Store) -> None:
@@ -139,9 +148,9 @@ def test_namespaces_do_not_see_each_other(make_store: object) -> None:
 
 def test_cjk_queries_find_words_inside_unspaced_text(store: Store) -> None:
     fill(store)
-    assert paths(fts(store, "北京")) == ["/memories/cn/记忆.md"]
-    assert paths(fts(store, "东京天气")) == ["/memories/cn/记忆.md"]
-    assert paths(fts(store, "京")) == ["/memories/cn/记忆.md"]  # one character: a prefix of the bigrams
+    assert fts(store, "北京")[0].first_line == 1  # (line 2 too, below: the file's first line is its context)
+    assert [h.first_line for h in fts(store, "东京天气")] == [2]
+    assert {h.first_line for h in fts(store, "京")} == {1, 2}  # one character: a prefix of the bigrams
     assert fts(store, "上海") == []
 
 
@@ -186,8 +195,8 @@ def test_hostile_queries_are_safe(store: Store, query: str) -> None:
 
 def test_query_syntax_is_searched_as_words(store: Store) -> None:
     fill(store)
-    assert paths(fts(store, "NEAR(acme, 2)")) == ["/memories/clients/acme.md"]
-    assert paths(fts(store, "body:Globex")) == ["/memories/clients/globex.md"]
+    assert set(paths(fts(store, "NEAR(acme, 2)"))) == {"/memories/clients/acme.md"}
+    assert set(paths(fts(store, "body:Globex"))) == {"/memories/clients/globex.md"}
 
 
 def test_binary_and_image_files_are_not_indexed(store: Store) -> None:
@@ -289,3 +298,15 @@ def test_a_directory_store_without_history_is_searched_by_snapshot(tmp_path: Pat
         (tmp_path / "plain" / "memories" / "b.md").write_text("lime pie\n")
         searcher(store).index.refresh(rescan=True)
         assert paths(fts(store, "lemon lime")) == ["/memories/b.md"]
+
+
+def test_a_line_of_the_file_that_holds_more_of_the_query_ranks_first(store: Store) -> None:
+    store.write("/memories/one.md", b"lemon cake\nsomething else\n")
+    store.write("/memories/two.md", b"lemon cake\nwe baked it for the party\n")
+    lines = [(h.path.virtual, h.first_line) for h in fts(store, "lemon cake party")]
+    # Line 1 of each is the same; two.md holds "party" too, so its line 1 comes first (late interaction).
+    assert lines.index(("/memories/two.md", 1)) < lines.index(("/memories/one.md", 1))
+    alone = {"file_weight": 0, "neighbour_weight": 0, "mode": "fts"}  # (line 2 would lift it as a neighbour too)
+    flat = Searcher(store, settings=alone).search("lemon cake party").hits
+    first = [(h.path.virtual, h.first_line) for h in flat if h.first_line == 1]
+    assert first == [("/memories/one.md", 1), ("/memories/two.md", 1)]  # without it: a tie, in index order

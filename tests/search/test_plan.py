@@ -13,7 +13,7 @@ import pytest
 
 from backends import BACKENDS
 from memdir import SearchHit, Store, open_store
-from memdir.search import _pg, _plan, search
+from memdir.search import _pg, _plan, _search, search
 from memdir.search._text import query_terms
 
 LOCAL = [b for b in BACKENDS if b != "remote"]  # a memdir server's store searches the server's index
@@ -45,6 +45,9 @@ def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_plan, "RANKED_LIMIT", 5)
     monkeypatch.setattr(_plan, "DF_SAMPLE", 4)
     monkeypatch.setattr(_pg, "BUDGET_SHARE", 1.0)  # the same budgets on both engines
+    # The fusion's candidate pool scaled down with them (it asks the index for 5 per hit, at least 50).
+    monkeypatch.setattr(_search, "_POOL", 1)
+    monkeypatch.setattr(_search, "_POOL_SHARE", 1)
 
 
 def notes(store: Store, count: int = 12) -> None:

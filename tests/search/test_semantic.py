@@ -71,13 +71,21 @@ def test_passages_are_embedded_once_and_follow_changes(store: Store) -> None:
     with store.aux.reading("test") as conn:
         assert conn.execute(count, (store.namespace,)).fetchone()[0] == before
     store.delete("/memories/animals")
-    assert [h.path.virtual for h in searcher.search("dog", mode="hybrid").hits] == ["/memories/tax.md"]
+    assert searcher.search("dog", mode="hybrid").hits == []  # the tax note is no result for "dog"
 
 
 def test_prefix_limits_semantic_hits_too(store: Store) -> None:
     fill(store)
-    hits = search(store, "dog", mode="hybrid", path_prefix="/memories/tax.md")
-    assert [h.path.virtual for h in hits] == ["/memories/tax.md"]
+    assert [h.path.virtual for h in search(store, "dog", mode="hybrid")] == ["/memories/pets.md"]
+    assert search(store, "dog", mode="hybrid", path_prefix="/memories/tax.md") == []
+
+
+def test_an_unrelated_query_finds_nothing(store: Store) -> None:
+    fill(store)
+    store.write("/memories/clients/acme.md", b"# Acme\nprefers email follow-ups\nContact: Jane Roe\n")
+    assert search(store, "tea", mode="hybrid") == []
+    hits = search(store, "email", mode="hybrid")
+    assert [(h.path.virtual, h.first_line) for h in hits] == [("/memories/clients/acme.md", 2)]
 
 
 def test_without_a_provider_auto_is_full_text_and_says_so(store: Store) -> None:
@@ -185,31 +193,53 @@ def test_the_matrix_follows_writes_without_reembedding_what_it_has(store: Store)
 
 
 def test_neighbours_lift_a_line_whose_neighbours_match() -> None:
+    from memdir.search._fusion import Query, Weights, fuse
     from memdir.search._index import Candidate
-    from memdir.search._semantic import _Lookup, _Matrix, fuse
 
     # One file of four 1-line passages (ids 1-4) and one of a single passage (id 5).
-    paths = ["/a.md"] * 4 + ["/b.md"]
-    vectors = np.eye(5, dtype=np.float32)
-    matrix = _Matrix(1, np.arange(1, 6), paths, ["x"] * 5, vectors, {i: i - 1 for i in range(1, 6)})
-    sims = np.array([0.1, 0.9, 0.1, 0.1, 0.5], dtype=np.float32)
-    semantic = [Candidate(2, "/a.md", 2, 2, "asked", 0.9), Candidate(5, "/b.md", 1, 1, "other", 0.5)]
-    plain = fuse([], semantic, _Lookup(matrix, sims))
-    assert [f.chunk for f in plain] == [2, 5]
-    lifted = fuse([], semantic, _Lookup(matrix, sims), neighbour_weight=0.8)
-    by_chunk = {f.chunk: f for f in lifted}
-    assert set(by_chunk) == {1, 2, 3, 4, 5}  # neighbours within two passages join; none cross files
-    assert by_chunk[3].who == ("neighbours",) and by_chunk[2].who == ("semantic",)
-    assert by_chunk[1].score == pytest.approx(by_chunk[3].score)  # before and after alike
-    assert by_chunk[3].score > by_chunk[4].score  # the second neighbour counts less
-    assert by_chunk[5].score == pytest.approx(plain[1].score)  # a file's only passage gains nothing
+    passages = {n: Candidate(n, "a.md", n, n, f"line {n}", 0.0) for n in range(1, 5)}
+    passages[5] = Candidate(5, "b.md", 1, 1, "other", 0.0)
+    near = {1: [(2, 1), (3, 2)], 2: [(1, 1), (3, 1), (4, 2)], 3: [(2, 1), (4, 1), (1, 2)], 4: [(3, 1), (2, 2)]}
+    sims = {1: 0.40, 2: 0.90, 3: 0.40, 4: 0.40, 5: 0.60}
+    query = Query.of("anything")
+    plain = {f.chunk: f.score for f in fuse(passages, {}, sims, near, query, Weights(neighbours=0))}
+    lifted = {f.chunk: f.score for f in fuse(passages, {}, sims, near, query, Weights(neighbours=0.8))}
+    assert lifted[2] == pytest.approx(plain[2])  # its neighbours are the least similar: they add nothing
+    assert lifted[1] == pytest.approx(lifted[3])  # before and after alike
+    assert lifted[3] > plain[3]
+    assert lifted[3] > lifted[4] > plain[4]  # the second neighbour counts less
+    assert lifted[5] == pytest.approx(plain[5])  # a file's only passage gains nothing
+    sims[3] = 0.1  # below the relevance floor: a neighbour lifts it, it is no result
+    assert 3 not in {f.chunk for f in fuse(passages, {}, sims, near, query, Weights())}
 
 
-def test_neighbour_weight_setting(store: Store) -> None:
-    assert Searcher(store, settings={"passage_lines": 4}).neighbour_weight == pytest.approx(0.2)
-    assert Searcher(store, settings={"passage_lines": 1, "neighbour_weight": 0}).neighbour_weight == 0
-    with pytest.raises(Exception, match="neighbour_weight must be a number"):
+def test_a_named_speaker_and_a_named_date_lift_their_lines() -> None:
+    import datetime as dt
+
+    from memdir.search._fusion import Query, Weights, fuse
+    from memdir.search._index import Candidate
+
+    may = dt.date(2023, 5, 8).toordinal()
+    passages = {
+        1: Candidate(1, "s1.md", 2, 2, "[D1:1] Caroline: I went to a support group", 0.0, may),
+        2: Candidate(2, "s2.md", 2, 2, "[D2:1] Melanie: I went to a support group", 0.0, may + 60),
+    }
+    bm25 = {1: 5.0, 2: 5.0}
+    ranked = fuse(passages, bm25, None, {}, Query.of("Where did Caroline go?"), Weights())
+    assert [f.chunk for f in ranked] == [1, 2]  # Caroline said it
+    ranked = fuse(passages, bm25, None, {}, Query.of("What did Caroline do in July 2023?"), Weights())
+    assert [f.chunk for f in ranked] == [2, 1]  # the date outweighs the speaker
+    ranked = fuse(passages, bm25, None, {}, Query.of("What happened in July 2023?"), Weights(date=0))
+    assert ranked[0].score == ranked[1].score
+
+
+def test_weights_come_from_the_settings(store: Store) -> None:
+    assert Searcher(store, settings={"neighbour_weight": 0, "date_weight": 1.5}).weights.neighbours == 0
+    assert Searcher(store, settings={"date_weight": 1.5}).weights.date == 1.5
+    with pytest.raises(Exception, match="neighbour_weight must be a number from 0 to 10"):
         Searcher(store, settings={"neighbour_weight": "lots"})
+    with pytest.raises(Exception, match="fts_weight must be a number from 0 to 1"):
+        Searcher(store, settings={"fts_weight": 2})
 
 
 def test_bulk_embedding_through_torch_matches_numpy() -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import jsonschema
 import pytest
 
-from memdir import MemoryStore, MemoryTool, ToolResult
-from memdir.search import search_tool
+from memdir import MemoryStore, MemoryTool
+from memdir.search import ToolText, search_tool
 from memdir.search._tool import INPUT_SCHEMA
 
 
@@ -18,7 +19,13 @@ def store() -> MemoryStore:
     store = MemoryStore()
     store.aux  # noqa: B018 - opened up front like any store in use
     tool = MemoryTool(store)
-    tool.execute({"command": "create", "path": "/memories/clients/acme.md", "file_text": "# Acme\nprefers email\n"})
+    tool.execute(
+        {
+            "command": "create",
+            "path": "/memories/clients/acme.md",
+            "file_text": "# Acme\nprefers email\ncall on Tuesdays\n",
+        }
+    )
     tool.execute({"command": "create", "path": "/memories/notes.md", "file_text": "buy milk\n"})
     return store
 
@@ -29,7 +36,7 @@ def fts_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setenv("MEMDIR_CONFIG", str(tmp_path / "config.toml"))
 
 
-def run(store: MemoryStore, arguments: Any) -> ToolResult:
+def run(store: MemoryStore, arguments: Any) -> ToolText:
     return search_tool(store)[2](arguments)
 
 
@@ -44,14 +51,26 @@ def test_definitions_for_anthropic_and_openai() -> None:
     json.dumps(anthropic)
 
 
-def test_the_text_lists_path_lines_score_and_numbered_passage(store: MemoryStore, fts_only: None) -> None:
+def test_the_text_lists_path_line_relevance_and_numbered_lines(store: MemoryStore, fts_only: None) -> None:
     result = run(store, {"query": "email"})
     assert not result.is_error
-    head, _, rest = result.text.partition("\n\n")
-    assert head == "1 passage matching 'email', best first. Full-text search (BM25)."
-    first, passage = rest.split("\n", 1)
-    assert first.startswith("/memories/clients/acme.md (lines 1-2, score ") and first.endswith(", fts)")
-    assert passage == "     1\t# Acme\n     2\tprefers email"
+    assert result.text == (
+        "1 passage matching 'email', best first. Full-text search (BM25).\n\n"
+        "/memories/clients/acme.md (line 2, relevance 1.00, fts)\n     2\tprefers email\n     3\tcall on Tuesdays"
+    )
+
+
+def test_the_result_holds_what_fits_the_token_budget(store: MemoryStore, fts_only: None) -> None:
+    lines = "".join(f"note {n}: the quarterly report needs another careful review before Friday\n" for n in range(60))
+    store.write("/memories/reports.md", lines.encode())
+    small = run(store, {"query": "quarterly report", "max_tokens": 150}).text
+    large = run(store, {"query": "quarterly report", "max_tokens": 2000}).text
+    assert small.count("/memories/reports.md (line") == 2 and len(small) <= 150 * 4 + 250
+    assert small.endswith("(48 more matching passages left out to fit 150 tokens.)")
+    assert large.count("/memories/reports.md (line") > 20 and len(large) <= 2000 * 4
+    # A line shown as an earlier hit's context is not shown as context again (it may still be a hit itself).
+    numbers = [row.split("\t")[0].strip() for row in large.split("\n") if "\t" in row]
+    assert max(Counter(numbers).values()) == 2 and len(set(numbers)) > 20
 
 
 def test_no_match_says_so(store: MemoryStore, fts_only: None) -> None:
@@ -74,6 +93,10 @@ def test_limit_and_prefix(store: MemoryStore, fts_only: None) -> None:
         ({"query": "a", "limit": 0}, "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."),
         ({"query": "a", "limit": "5"}, "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."),
         ({"query": "a", "limit": True}, "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."),
+        (
+            {"query": "a", "max_tokens": 10},
+            "Error: Parameter `max_tokens` of memory_search must be an integer from 100 to 20000.",
+        ),
         (
             {"query": "a", "path_prefix": 7},
             "Error: Parameter `path_prefix` of memory_search must be a string starting with /memories.",

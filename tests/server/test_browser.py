@@ -295,7 +295,7 @@ def searches(page: Page, screens: Screens) -> None:
     expect(result.locator("mark").first).to_have_text(re.compile("dolomites|hiked", re.IGNORECASE))
     screens.take(page, "search")
     result.get_by_role("link").click()
-    expect(page.get_by_role("heading", name="2026-dolomites.md")).to_be_visible()
+    expect(page.get_by_role("heading", name="2026-dolomites.md", exact=True)).to_be_visible()
     expect(page.locator(".code li.hit").first).to_be_visible()
     expect(page.get_by_role("searchbox", name="Search memory")).to_have_value("")  # the query belongs to its page
 

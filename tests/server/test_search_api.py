@@ -34,9 +34,10 @@ def test_a_search_answers_ranked_passages_with_their_lines(http: httpx.Client) -
     assert found["query"] == "Dolomites" and found["mode"] == "fts"
     assert found["note"].startswith("Full-text search (BM25)")
     (hit,) = found["hits"]
-    assert (hit["path"], hit["first_line"], hit["last_line"]) == ("/memories/trips.md", 1, 2)
-    assert hit["passage"] == "     1\t# Trips\n     2\t- hiked the Dolomites in June"
+    assert (hit["path"], hit["first_line"], hit["last_line"]) == ("/memories/trips.md", 2, 2)
+    assert hit["passage"] == "     2\t- hiked the Dolomites in June"
     assert hit["retrievers"] == ["fts"] and hit["score"] > 0
+    assert (hit["rank"], hit["relevance"], hit["before"], hit["after"]) == (1, 1.0, "", "")
 
 
 def test_prefix_and_limit_narrow_the_hits(http: httpx.Client) -> None:

@@ -259,8 +259,14 @@ def search_tools(store: Store) -> list[ToolSpec]:
             "--search needs memdir's search module (memdir.search.search_tool), which is not installed here"
         ) from exc
     definition, schema, execute = factory(store)
+
+    def run(arguments: dict[str, Any]) -> ToolResult:
+        # Search returns its own plain result (text, is_error): it depends on no door's types.
+        found = execute(arguments)
+        return found if isinstance(found, ToolResult) else ToolResult(found.text, is_error=found.is_error)
+
     # It reads only this store: its results are memory, not outside content.
-    return [extra_tool(definition, schema, execute, trusted=True)]
+    return [extra_tool(definition, schema, run, trusted=True)]
 
 
 def check_unique(tools: Sequence[ToolSpec]) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..paths import parse
-from ..search import searcher
+from ..search import hit_json, searcher
 from . import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, plural, print_rows, stdout_is_tty
 
@@ -27,8 +27,11 @@ if TYPE_CHECKING:
 def search(state: Context, query: str, limit: int, prefix: str | None, mode: str, as_json: bool) -> None:
     """Find the passages of memory that best match QUERY, best first.
 
-    On a terminal, a table; piped, one tab-separated line per hit (path, lines, score, passage with its
-    line breaks shown as \\n). The last line (stderr on a terminal) says which search ran.
+    On a terminal, a table: each hit's rank, path, lines, relevance (1.00 for the best hit) and matched lines,
+    shown between the lines just before and after them (dimmed). Piped, one tab-separated line per hit (path,
+    lines, relevance, matched lines with their line breaks shown as \\n). The last line (stderr when piped)
+    says which search ran. Passages that neither hold a word of QUERY nor come close to it in meaning are not
+    results: a query about nothing in memory finds nothing.
 
     Example:
 
@@ -41,14 +44,14 @@ def search(state: Context, query: str, limit: int, prefix: str | None, mode: str
         mode=mode,  # type: ignore[arg-type]
     )
     if as_json:
-        echo_json({"query": query, "mode": found.mode, "note": found.note, "hits": [_hit_json(h) for h in found.hits]})
+        echo_json({"query": query, "mode": found.mode, "note": found.note, "hits": [hit_json(h) for h in found.hits]})
         return
     tty = stdout_is_tty()
     if tty:
         _table(found)
         return
-    rows = [(h.path.virtual, _lines(h), f"{h.score:.4g}", h.passage.replace("\n", "\\n")) for h in found.hits]
-    print_rows(("Path", "Lines", "Score", "Passage"), rows, tty)
+    rows = [(h.path.virtual, _lines(h), f"{h.relevance:.2f}", h.passage.replace("\n", "\\n")) for h in found.hits]
+    print_rows(("Path", "Lines", "Relevance", "Passage"), rows, tty)
     click.echo(f"{plural(len(found.hits), 'hit')}. {found.note}", err=True)
 
 
@@ -85,17 +88,6 @@ def _lines(hit: SearchHit) -> str:
     return f"{hit.first_line}-{hit.last_line}" if hit.last_line > hit.first_line else str(hit.first_line)
 
 
-def _hit_json(hit: SearchHit) -> dict[str, Any]:
-    return {
-        "path": hit.path.virtual,
-        "first_line": hit.first_line,
-        "last_line": hit.last_line,
-        "score": hit.score,
-        "retrievers": list(hit.retrievers),
-        "passage": hit.passage,
-    }
-
-
 def _table(found: Found) -> None:
     import sys
 
@@ -104,9 +96,13 @@ def _table(found: Found) -> None:
     from rich.text import Text
 
     # Text(...) everywhere: memories hold brackets ("[D1:3]", "[semantic]") that rich would read as markup.
-    table = Table("Path", "Lines", "Score", "Passage", box=None, header_style="bold", show_lines=True)
+    table = Table("#", "Path", "Lines", "Relevance", "Passage", box=None, header_style="bold", show_lines=True)
     for hit in found.hits:
-        table.add_row(Text(hit.path.virtual), _lines(hit), f"{hit.score:.4g}", Text(hit.passage.expandtabs(2)))
+        passage = Text()
+        for part, style in ((hit.before, "dim"), (hit.passage, ""), (hit.after, "dim")):
+            if part:
+                passage.append(("\n" if passage else "") + part.expandtabs(2), style=style)
+        table.add_row(str(hit.rank), Text(hit.path.virtual), _lines(hit), f"{hit.relevance:.2f}", passage)
     console = Console(file=sys.stdout)
     console.print(table)
     console.print(Text(f"{plural(len(found.hits), 'hit')}. {found.note}", style="dim"))

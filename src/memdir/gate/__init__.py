@@ -21,6 +21,7 @@ from ._receipt import Receipt, active
 from ._remote import ReviewQueue, audit_entries, review_queue
 from ._review import Review
 from ._rules import Rules
+from ._screen import changed_spans as changed_spans_of
 from ._screen import describe, is_redaction_of
 from ._store import GatedStore
 
@@ -34,6 +35,7 @@ __all__ = [
     "Rules",
     "active",
     "audit_entries",
+    "changed_spans_of",
     "describe",
     "gated",
     "is_redaction_of",

@@ -22,7 +22,6 @@ re-screened as it will be committed. The backend below stays policy-free; `memdi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
@@ -42,6 +41,7 @@ from ..errors import (
 )
 from ..paths import MemoryPath, parse
 from ..policy.audit import AuditEntry, audit_log
+from ..policy.pipeline import redact
 from ..policy.quarantine import Quarantine
 from ..store._base import ANY, MISSING, Origin, Store, as_path, sha256_hex
 from ._caller import Caller
@@ -50,6 +50,7 @@ from ._rules import Rules
 from ._screen import changed_spans, describe, held_text, redacted_label, rules, screen, secrets_in_name
 
 if TYPE_CHECKING:
+    import contextvars
     from collections.abc import Callable, Iterator
 
     from ..policy.pipeline import Screened
@@ -106,71 +107,70 @@ class GatedStore(Store):
                 changes.pop(name, None)
         twin = GatedStore.__new__(GatedStore)
         twin.__dict__.update(self.__dict__)
+        twin.__dict__.pop("_labels_cache", None)
         twin.caller = dataclasses.replace(self.caller, **changes)
         return twin
 
     def with_rules(self, rules: Rules) -> GatedStore:
-        twin = self.with_caller()
+        twin = self.with_caller()  # (also forgets the labels worked out under the old policy)
         twin.rules = rules
         twin._audit = audit_log(self.inner) if rules.audit else None
         return twin
 
     # -- a door's command -----------------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def call(self, command: str, path: str | None = None, new_path: str | None = None) -> Iterator[Receipt]:
-        """One door command: the store operations made in the block are recorded as one audit entry (``command``,
-        the paths as sent). The door reads the outcome from the receipt, and sets ``receipt.failed`` when the
-        command failed without an exception."""
-        receipt = Receipt(command, self._shown(path), self._shown(new_path))
-        token = _ACTIVE.set(receipt)
-        try:
-            yield receipt
-        except HeldError:
-            raise  # the receipt says "quarantine": not a failure
-        except BaseException as exc:
-            # A refused command is recorded with the error's code (`conflict`, `not_found`...) and no content.
-            receipt.failed = True
-            receipt.sha256 = receipt.size = receipt.version = None
-            if isinstance(exc, MemdirError) and receipt.detail is None:
-                receipt.detail = code_for(exc)
-            raise
-        finally:
-            _ACTIVE.reset(token)
-            self._record(receipt)
+    def call(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> _Scope:
+        """One door command: the store operations made in the ``with`` block are recorded as one audit entry
+        (``command``, the paths as sent). The door reads the outcome from the receipt it yields, and sets
+        ``receipt.failed`` when the command failed without an exception."""
+        return _Scope(self, command, path, new_path, nested=False)
 
-    @contextlib.contextmanager
-    def _op(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> Iterator[Receipt]:
+    def _op(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> _Scope:
         """An operation: part of the door's command when one is open, else recorded on its own."""
-        receipt = _ACTIVE.get()
-        if receipt is not None:
-            if receipt.path is None and path is not None:  # a door that named no path: its first operation's
-                receipt.path = self._shown(_virtual(path))
-            yield receipt
-            return
-        with self.call(command, _virtual(path), _virtual(new_path)) as own:
-            yield own
+        return _Scope(self, command, path, new_path, nested=True)
 
-    def _shown(self, path: str | None) -> str | None:
+    def _shown(self, path: PathLike | None) -> str | None:
         """A path as the audit log keeps it: its normal form when it parses, else as sent (bounded), and in either
-        case with any secret in it redacted."""
+        case with any secret in it redacted (one screening per distinct name: `secrets_in_name` is cached)."""
         if path is None:
             return None
-        try:
-            shown = parse(path).virtual
-        except PathError:
-            shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
-        return redacted_label(self.rules.policy, shown)
+        if isinstance(path, MemoryPath):
+            target = path
+        else:
+            try:
+                target = parse(path)
+            except PathError:
+                shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
+                return redacted_label(self.rules.policy, shown)
+        found = secrets_in_name(self.rules.policy, target.virtual)
+        return redact(target.virtual, list(found))[0] if found else target.virtual
+
+    def shown(self, path: PathLike) -> str:
+        """``path`` as the gate records and shows it: its normal form, any secret in it redacted (what a door says
+        back about a path it refused for holding one)."""
+        return self._shown(path) or ""
+
+    def _labels(self) -> tuple[str, str | None, str | None]:
+        """The caller's actor, session and source as recorded (secrets redacted), worked out once per gate."""
+        labels: tuple[str, str | None, str | None] | None = self.__dict__.get("_labels_cache")
+        if labels is None:
+            caller, policy = self.caller, self.rules.policy
+            labels = (
+                redacted_label(policy, caller.actor) or "?",
+                redacted_label(policy, caller.session),
+                redacted_label(policy, caller.source),
+            )
+            self.__dict__["_labels_cache"] = labels
+        return labels
 
     def _record(self, receipt: Receipt) -> None:
         if self._audit is None or receipt.discarded:
             return
-        caller, policy = self.caller, self.rules.policy
+        actor, session, source = self._labels()
         outcome = receipt.outcome or ("error" if receipt.failed else "ok")
         entry = AuditEntry(
-            time.time(), caller.channel, redacted_label(policy, caller.actor) or "?",
-            redacted_label(policy, caller.session), redacted_label(policy, caller.source), receipt.command,
-            receipt.path, receipt.new_path, outcome, receipt.sha256, receipt.size, receipt.version,
+            time.time(), self.caller.channel, actor, session, source, receipt.command, receipt.path,
+            receipt.new_path, outcome, receipt.sha256, receipt.size, receipt.version,
             ",".join(rules(receipt.findings)) or receipt.detail,
         )  # fmt: skip
         try:
@@ -586,12 +586,47 @@ class GatedStore(Store):
         return None
 
 
+class _Scope:
+    """`GatedStore.call` and `GatedStore._op` as one small context manager (a generator-based one costs several
+    times more, and every store operation enters one). ``nested``: join the door's open call when there is one."""
+
+    __slots__ = ("_command", "_gate", "_nested", "_new_path", "_path", "_receipt", "_token")
+
+    def __init__(
+        self, gate: GatedStore, command: str, path: PathLike | None, new_path: PathLike | None, *, nested: bool
+    ) -> None:
+        self._gate, self._command, self._path, self._new_path, self._nested = gate, command, path, new_path, nested
+        self._token: contextvars.Token[Receipt | None] | None = None
+
+    def __enter__(self) -> Receipt:
+        if self._nested:
+            found = _ACTIVE.get()
+            if found is not None:
+                if found.path is None and self._path is not None:  # a door that named no path: its first op's
+                    found.path = self._gate._shown(self._path)
+                self._receipt = found
+                return found
+        gate = self._gate
+        self._receipt = Receipt(self._command, gate._shown(self._path), gate._shown(self._new_path))
+        self._token = _ACTIVE.set(self._receipt)
+        return self._receipt
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if self._token is None:
+            return  # part of the door's call: it records
+        _ACTIVE.reset(self._token)
+        receipt = self._receipt
+        if exc is not None and not isinstance(exc, HeldError):  # held: the receipt says "quarantine"
+            # A refused command is recorded with the error's code (`conflict`, `not_found`...) and no content.
+            receipt.failed = True
+            receipt.sha256 = receipt.size = receipt.version = None
+            if isinstance(exc, MemdirError) and receipt.detail is None:
+                receipt.detail = code_for(exc)
+        self._gate._record(receipt)
+
+
 def _least(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
-
-
-def _virtual(path: PathLike | None) -> str | None:
-    return path.virtual if isinstance(path, MemoryPath) else path
 
 
 def _is_image(target: MemoryPath, content: bytes) -> bool:

@@ -26,13 +26,12 @@ from pydantic import Field, PlainValidator
 from .._version import __version__
 from ..paths import MemoryPath
 from ..search._tool import execute_search
-from ..tool import MemoryTool
+from ..tool import MemoryTool, ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Mapping
 
     from ..store import Store
-    from ..tool import ToolResult
 
     _ToolFn = Callable[..., Coroutine[Any, Any, CallToolResult]]
 
@@ -238,7 +237,8 @@ def _functions(memory: MemoryTool) -> dict[str, _ToolFn]:
         return await run({"command": "rename", "old_path": old_path, "new_path": new_path})
 
     async def memory_search(query: _Text, limit: _Value, path_prefix: _Text) -> CallToolResult:
-        # The same executor an agent gets (`memdir.search.search_tool`): the same words, errors as tool errors.
+        # The same executor an agent gets (`memdir.search.search_tool`): the same words, errors as tool errors;
+        # search returns its own plain result, made a ToolResult here.
         arguments = {"query": query, "limit": limit, "path_prefix": path_prefix}
         result = await anyio.to_thread.run_sync(_search, memory, arguments, path_prefix)
         return _to_mcp(result)
@@ -276,7 +276,8 @@ def _search(memory: MemoryTool, arguments: dict[str, object], prefix: object) ->
     """``memory_search``, recorded in the audit log as one search through the tool's gate (never the query)."""
     shown = prefix if isinstance(prefix, str) else None
     with memory.gate.call("search", shown):
-        return execute_search(memory.gate, arguments)
+        found = execute_search(memory.gate, arguments)
+    return ToolResult(found.text, is_error=found.is_error)
 
 
 def build_server(store: Store, *, name: str = "memdir", session: str | None = None, **options: Any) -> MCPServer:

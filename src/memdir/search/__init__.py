@@ -5,7 +5,7 @@ store) everywhere, hybrid with embeddings as an extra.
     >>> store = memdir.open_store("memory:")
     >>> _ = store.write("/memories/trips.md", b"# Trips\\n- hiked the Dolomites in June\\n")
     >>> [(hit.path.virtual, hit.first_line) for hit in store.search("hiking", limit=1)]
-    [('/memories/trips.md', 1)]
+    [('/memories/trips.md', 2)]
 
 The index lives in the store's auxiliary database and follows the store's change log, so it is current on
 every backend, including edits made outside memdir in a directory store (noticed within `RESCAN_SECONDS`).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..store._base import register_search
-from ._hit import SearchHit, format_hits
+from ._hit import SearchHit, format_hits, hit_json
 from ._index import RESCAN_SECONDS
 from ._providers import (
     APIEmbeddings,
@@ -28,7 +28,7 @@ from ._providers import (
     semantic_installed,
 )
 from ._search import Found, Mode, Searcher, searcher
-from ._tool import TOOL_NAME, search_tool
+from ._tool import TOOL_NAME, ToolText, search_tool
 
 if TYPE_CHECKING:
     from ..store._base import PathLike, Store
@@ -45,7 +45,9 @@ __all__ = [
     "SearchHit",
     "Searcher",
     "SemanticUnavailableError",
+    "ToolText",
     "format_hits",
+    "hit_json",
     "reindex",
     "search",
     "search_tool",

@@ -16,10 +16,13 @@ if TYPE_CHECKING:
     from ..store._db import AuxConnection
     from ..store._migrations import Migrations
 
-__all__ = ["File", "Scored", "TextEngine", "below", "prefix_clause", "text_sha"]
+__all__ = ["File", "Passage", "Scored", "TextEngine", "below", "prefix_clause", "text_sha"]
 
 Scored = tuple[int, float]  # (chunk id, score: higher is better)
-File = tuple[str, str, list[tuple[int, int, str]]]  # (path, context, passages: (first line, last line, text))
+# (path, passages: (first line, last line, text, context, day)): a passage is also found by its context, the words
+# of its file's name, first line and section headings (`_index._context`); ``day`` is its date (`_dates`) or None.
+Passage = tuple[int, int, str, str, int | None]
+File = tuple[str, list[Passage]]
 
 
 class TextEngine(Protocol):
@@ -32,11 +35,15 @@ class TextEngine(Protocol):
         ...
 
     def add(self, conn: AuxConnection, files: list[File]) -> None:
-        """Index files' passages, in order; each file's ``context`` is found with each of its passages."""
+        """Index files' passages, in order, each with its context."""
         ...
 
     def rank(self, conn: AuxConnection, terms: list[str], limit: int, prefix: MemoryPath | None) -> list[Scored]:
         """The best ``limit`` passages for the query ``terms`` (see `_text.query_terms`), best first."""
+        ...
+
+    def file_counts(self, conn: AuxConnection, term: str, prefix: MemoryPath | None, cap: int) -> dict[str, int] | None:
+        """How many passages of each file (below ``prefix``) hold ``term``; None when more than ``cap`` do."""
         ...
 
 

@@ -19,6 +19,8 @@ otherwise reads the log as recorded (``store.log(since, rescan=False)``): no wal
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING
 from ..errors import NotAFileError, NotFoundError
 from ..store._base import key_path
 from ..store.directory import DirectoryStore
+from ._dates import passage_day
+from ._engine import prefix_clause
 from ._fts5 import Fts5Engine
 from ._pg import PgEngine
 from ._text import chunk_lines, query_terms
@@ -36,14 +40,16 @@ if TYPE_CHECKING:
     from ..paths import MemoryPath
     from ..store._base import Store, Version
     from ..store._db import AuxConnection
-    from ._engine import TextEngine
+    from ._engine import Passage, TextEngine
 
 __all__ = ["CHUNK_LINES", "RESCAN_SECONDS", "Candidate", "SearchIndex"]
 
-CHUNK_LINES = 4  # lines per passage (see docs/search.md for the measurements behind it)
+CHUNK_LINES = 1  # lines per passage: a line is a turn in a transcript, a bullet in a note (docs/search.md)
 RESCAN_SECONDS = 5.0  # the shortest time between two rescans of a directory store for outside edits
 _RESCAN_SHARE = 20  # ...and at least this many times the last rescan took, so rescans cost at most ~5%
 _BATCH = 500  # files per write transaction while catching up
+FILE_TERM_CAP = 2_000  # passages holding a term beyond which whole-file BM25 leaves the term out
+_K1, _B = 1.2, 0.75  # BM25's parameters (FTS5's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,7 @@ class Candidate:
     last_line: int
     text: str
     score: float
+    day: int | None = None  # the passage's date (`_dates`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +75,7 @@ class _Change:
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     change: _Change
-    context: str
-    chunks: list[tuple[int, int, str]]  # (first line, last line, text)
+    chunks: list[Passage]
 
 
 class SearchIndex:
@@ -80,6 +86,7 @@ class SearchIndex:
         self.ns = store.namespace
         self.chunk_size = chunk_size
         self._scanned = float("-inf")  # monotonic time of the last rescan for outside edits
+        self._files = (-1, 1)  # (generation, files indexed)
         self._scan_cost = 0.0
         self.engine: TextEngine = PgEngine(self.ns) if store.aux.dialect == "postgres" else Fts5Engine(self.ns)
         store.aux.ensure(self.engine.migrations)
@@ -185,7 +192,7 @@ class SearchIndex:
                 if mine:
                     self.engine.forget(conn, sorted(mine))
                     # In log order: passage ids follow it, and "newest" means a higher id.
-                    files = [(i.change.path, i.context, i.chunks) for i in batch if i.change.path in mine and i.chunks]
+                    files = [(i.change.path, i.chunks) for i in batch if i.change.path in mine and i.chunks]
                     self.engine.add(conn, files)
             if progress is not None:
                 progress(min(start + _BATCH, total), total)
@@ -193,7 +200,7 @@ class SearchIndex:
     def _prepare(self, change: _Change) -> _Prepared:
         """Read and cut a file outside the write transaction (the slow part)."""
         if change.sha256 is None:
-            return _Prepared(change, "", [])
+            return _Prepared(change, [])
         sha = change.sha256
         try:
             if change.sha256 == "?":  # from a snapshot: the content is the file's current one
@@ -202,12 +209,11 @@ class SearchIndex:
             else:
                 content = self.store.read_blob(sha)
         except (NotFoundError, NotAFileError):
-            return _Prepared(_Change(change.path, change.version, None), "", [])
+            return _Prepared(_Change(change.path, change.version, None), [])
         text = _decode(content)
         if text is None:
-            return _Prepared(change, "", [])  # an image or other binary: nothing to search
-        chunks = [(c.first, c.last, c.text) for c in chunk_lines(text, self.chunk_size)]
-        return _Prepared(change, _context(change.path, text), chunks)
+            return _Prepared(change, [])  # an image or other binary: nothing to search
+        return _Prepared(change, _passages_of(change.path, text, self.chunk_size))
 
     def _claim(self, conn: AuxConnection, changes: list[_Change], *, ordered: bool) -> set[str]:
         """Record the changes in ``search_files``; the paths whose passages this transaction is to replace.
@@ -261,6 +267,85 @@ class SearchIndex:
         with self.store.aux.reading("search") as conn:
             return _passages(conn, list(ids))
 
+    def file_scores(self, query: str, lengths: dict[str, int], prefix: MemoryPath | None) -> dict[str, float]:
+        """BM25 of whole files for ``query``, for the files of ``lengths`` (path -> passages), scaled to the best 1.0.
+
+        A file's term frequency is the number of its passages holding the term, its length its passage count
+        (relative to the mean over ``lengths``); a term held by more than `FILE_TERM_CAP` passages is left out
+        (a common word, whose weight is small: counting it would cost most)."""
+        terms = query_terms(query)
+        if not terms or not lengths:
+            return {}
+        average = sum(lengths.values()) / len(lengths)
+        scores: dict[str, float] = dict.fromkeys(lengths, 0.0)
+        with self.store.aux.reading("search") as conn:
+            files = self.files(conn)
+            for term in terms:
+                counts = self.engine.file_counts(conn, term, prefix, FILE_TERM_CAP)
+                if not counts:
+                    continue
+                idf = math.log(1 + (files - len(counts) + 0.5) / (len(counts) + 0.5))
+                for path, count in counts.items():
+                    if path in scores:
+                        norm = _K1 * (1 - _B + _B * lengths[path] / average)
+                        scores[path] += idf * count * (_K1 + 1) / (count + norm)
+        best = max(scores.values(), default=0.0) or 1.0
+        return {path: score / best for path, score in scores.items()}
+
+    def files(self, conn: AuxConnection) -> int:
+        """The files this namespace's index holds (counted once per generation of the index)."""
+        row = conn.execute("SELECT generation FROM search_state WHERE ns = ?", (self.ns,)).fetchone()
+        generation = int(row[0]) if row else 0
+        if self._files[0] != generation:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM search_files WHERE ns = ? AND sha256 IS NOT NULL", (self.ns,)
+            ).fetchone()
+            self._files = (generation, max(int(count), 1))
+        return self._files[1]
+
+    def near(
+        self, passages: dict[int, Candidate], window: int, lengths: dict[str, int] | None = None
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each of ``passages``, (chunk id, distance) of the passages up to ``window`` before and after it in
+        its file; the neighbours not among ``passages`` are added to it, and each file's passage count to
+        ``lengths``."""
+        paths = sorted({c.path for c in passages.values()})
+        order: dict[str, list[int]] = {}
+        with self.store.aux.reading("search") as conn:
+            for start in range(0, len(paths), 500):
+                part = paths[start : start + 500]
+                rows = conn.execute(
+                    "SELECT id, path FROM search_chunks WHERE ns = ? AND path IN "
+                    f"({','.join('?' * len(part))}) ORDER BY path, first_line",
+                    (self.ns, *part),
+                )
+                for chunk, path in rows:
+                    order.setdefault(path, []).append(int(chunk))
+        if lengths is not None:
+            lengths.update((path, len(ids)) for path, ids in order.items())
+        near: dict[int, list[tuple[int, int]]] = {}
+        for ids in order.values():
+            at = {chunk: n for n, chunk in enumerate(ids)}
+            for chunk in (c for c in ids if c in passages):
+                n = at[chunk]
+                found = [
+                    (ids[n + s * d], d) for d in range(1, window + 1) for s in (-1, 1) if 0 <= n + s * d < len(ids)
+                ]
+                near[chunk] = found
+        missing = {n for found in near.values() for n, _ in found} - passages.keys()
+        passages.update(self.chunks(missing))
+        return near
+
+    def dated(self, first: int, last: int, limit: int, prefix: MemoryPath | None) -> list[int]:
+        """Up to ``limit`` passages dated ``first``..``last`` (day ordinals), below ``prefix``."""
+        where, params = prefix_clause(prefix, "path")
+        with self.store.aux.reading("search") as conn:
+            rows = conn.execute(
+                f"SELECT id FROM search_chunks WHERE ns = ? AND day BETWEEN ? AND ?{where} ORDER BY id DESC LIMIT ?",
+                (self.ns, first, last, *params, limit),
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
 
 def _passages(conn: AuxConnection, ids: list[int]) -> dict[int, Candidate]:
     found: dict[int, Candidate] = {}
@@ -268,14 +353,14 @@ def _passages(conn: AuxConnection, ids: list[int]) -> dict[int, Candidate]:
         part = ids[start : start + 500]
         marks = ",".join("?" * len(part))
         for r in conn.execute(
-            f"SELECT id, path, first_line, last_line, text FROM search_chunks WHERE id IN ({marks})", part
+            f"SELECT id, path, first_line, last_line, text, day FROM search_chunks WHERE id IN ({marks})", part
         ):
-            found[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], 0.0)
+            found[r[0]] = Candidate(r[0], r[1], r[2], r[3], r[4], 0.0, r[5])
     return found
 
 
 def _with_score(candidate: Candidate, score: float) -> Candidate:
-    return Candidate(candidate.chunk, candidate.path, candidate.first_line, candidate.last_line, candidate.text, score)
+    return dataclasses.replace(candidate, score=score)
 
 
 def _collapse(versions: list[Version]) -> list[_Change]:
@@ -297,9 +382,25 @@ def _decode(content: bytes) -> str | None:
         return None
 
 
-def _context(path: str, text: str) -> str:
-    """What every passage of a file is also found by: the file's name and its first line (a title, a date)."""
+def _passages_of(path: str, text: str, size: int) -> list[Passage]:
+    """A file's passages, each with its context (the file's name and first line, its section's headings: what it
+    is also found by) and its date."""
     name = path.rsplit("/", 1)[-1]
     stem = name.rsplit(".", 1)[0] if "." in name else name
     first = text.split("\n", 1)[0][:300]
-    return f"{stem.replace('_', ' ').replace('-', ' ')}\n{first.lstrip('# ')}"
+    about = [stem.replace("_", " ").replace("-", " "), first.lstrip("# ")]
+    return [
+        (c.first, c.last, c.text, _unique([*about, c.section]), passage_day(c.text, c.section, first, stem))
+        for c in chunk_lines(text, size)
+    ]
+
+
+def _unique(parts: list[str]) -> str:
+    """The parts of a context, each once (a note's name, its title and its section are often the same words)."""
+    seen: set[str] = set()
+    kept = []
+    for part in parts:
+        if part and part.casefold() not in seen:
+            seen.add(part.casefold())
+            kept.append(part)
+    return "\n".join(kept)

@@ -90,6 +90,21 @@ def _initial(schema: Schema) -> None:
     )
 
 
+@migrations("0002_line_passages")
+def _line_passages(schema: Schema) -> None:
+    # As on SQLite (`_fts5._line_passages`): single-line passages with a date; rebuilt from the log.
+    schema.script(
+        """
+        ALTER TABLE search_chunks ADD COLUMN day INTEGER;
+        CREATE INDEX search_chunks_by_day ON search_chunks (ns, day) WHERE day IS NOT NULL;
+        DELETE FROM search_chunks;
+        DELETE FROM search_files;
+        DELETE FROM search_vectors;
+        UPDATE search_state SET applied = 0, generation = generation + 1;
+        """
+    )
+
+
 _CONFIG = "'memdir_english'"
 _WEIGHTS = "'{0, 0, 0.5, 1}'::float4[]"  # ts_rank_cd's weights of D, C, B (the context), A (the passage)
 _K1, _B = 1.2, 0.75  # BM25's parameters, FTS5's values
@@ -241,18 +256,18 @@ class PgEngine:
 
     def add(self, conn: AuxConnection, files: list[File]) -> None:
         rows = []
-        for path, context, chunks in files:
-            about = plain_words(context)
-            for first, last, text in chunks:
+        for path, chunks in files:
+            for first, last, text, context, day in chunks:
+                about = plain_words(context)
                 kept = text.replace("\x00", "\ufffd")  # a PostgreSQL text value cannot hold NUL
                 words = plain_words(text)
                 size = words.count(" ") + about.count(" ") + 2  # the words of both, as FTS5 counts a row's tokens
-                rows.append((self.ns, path, first, last, kept, text_sha(kept), words, about, size))
+                rows.append((self.ns, path, first, last, kept, text_sha(kept), words, about, size, day))
         if rows:  # one batch: psycopg pipelines it, one round trip rather than one per passage
             conn.executemany(
-                "INSERT INTO search_chunks (ns, path, first_line, last_line, text, text_sha, words, size) VALUES "
+                "INSERT INTO search_chunks (ns, path, first_line, last_line, text, text_sha, words, size, day) VALUES "
                 f"(?, ?, ?, ?, ?, ?, setweight(to_tsvector({_CONFIG}, ?), 'A') || "
-                f"setweight(to_tsvector({_CONFIG}, ?), 'B'), ?)",
+                f"setweight(to_tsvector({_CONFIG}, ?), 'B'), ?, ?)",
                 rows,
             )
 
@@ -273,6 +288,19 @@ class PgEngine:
         if how.common and len(best) < limit:
             best += self._fill(conn, known, {chunk for chunk, _ in best}, limit - len(best), prefix)
         return best
+
+    def file_counts(self, conn: AuxConnection, term: str, prefix: MemoryPath | None, cap: int) -> dict[str, int] | None:
+        quoted = tsquery_terms([term])
+        if not quoted:
+            return {}
+        where, params = prefix_clause(prefix)
+        rows = conn.execute(
+            "SELECT s.path, count(*) FROM (SELECT c.path FROM search_chunks c "
+            f"WHERE c.words @@ to_tsquery({_CONFIG}, ?) AND c.ns = ?{where} LIMIT ?) AS s GROUP BY s.path",
+            (quoted[0], self.ns, *params, cap + 1),
+        ).fetchall()
+        counts = {str(path): int(count) for path, count in rows}
+        return None if sum(counts.values()) > cap else counts
 
     def _newest(self, conn: AuxConnection, known: _Terms, limit: int, prefix: MemoryPath | None) -> list[Scored]:
         """Every term is common: rank only the passages from the rarest term's newest ~budget on."""

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import ConfigError
 from ..settings import load_settings
 from ..store._base import as_path, key_path
+from ._dates import SLACK_DAYS
+from ._fusion import NEIGHBOUR_WINDOW, Fused, Query, Weights, fuse
 from ._hit import SearchHit
 from ._index import CHUNK_LINES, SearchIndex
 from ._providers import SEMANTIC_HINT, SemanticUnavailableError, provider_from_settings, semantic_installed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from ..paths import MemoryPath
     from ..store._base import PathLike, Store
@@ -23,16 +25,21 @@ if TYPE_CHECKING:
     from ._providers import EmbeddingProvider
     from ._semantic import VectorIndex
 
-__all__ = ["MAX_LIMIT", "NEIGHBOUR_LINES", "Found", "Mode", "RemoteSearcher", "Searcher", "searcher"]
+__all__ = ["MAX_LIMIT", "Found", "Mode", "RemoteSearcher", "Searcher", "searcher"]
 
 Mode = Literal["auto", "fts", "hybrid"]
 MODES: tuple[Mode, ...] = ("auto", "fts", "hybrid")
 MAX_LIMIT = 100
-_POOL = 50  # candidates each retriever brings to the fusion, at least
-# Hybrid search's neighbour weight (`_semantic.fuse`) is this divided by the passage's lines: a longer passage
-# already carries its context. 0.8 for 1-line passages was chosen on LoCoMo conversations 1-2 (turn recall@10);
-# for 4-line ones 0.2 is also the best there that keeps session recall@5 within a point (docs/benchmarks.md).
-NEIGHBOUR_LINES = 0.8
+_POOL = 50  # candidates each retriever brings to the fusion, at least...
+_POOL_SHARE = 5  # ...and this many per hit asked for
+# The `Weights` a ``[search]`` table may set, by setting name, and the largest value each may take.
+_WEIGHTS = {
+    "fts_weight": ("fts", 1.0),
+    "neighbour_weight": ("neighbours", 10.0),
+    "speaker_weight": ("speaker", 10.0),
+    "date_weight": ("date", 10.0),
+    "file_weight": ("file", 10.0),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +60,12 @@ class Searcher:
         *,
         settings: dict[str, Any] | None = None,
         provider: EmbeddingProvider | None = None,
-        fts_weight: float | None = None,
-        neighbour_weight: float | None = None,
+        weights: Weights | None = None,
     ) -> None:
         self.store = store
         self.settings = load_settings().section("search") if settings is None else settings
         self.index = SearchIndex(store, chunk_size=_passage_lines(self.settings))
-        self.fts_weight = fts_weight
-        self.neighbour_weight = _neighbour_weight(self.settings, self.index.chunk_size, neighbour_weight)
+        self.weights = weights if weights is not None else weights_from(self.settings)
         self._provider = provider
         self._vectors: VectorIndex | None = None
         self._lock = threading.Lock()
@@ -87,24 +92,33 @@ class Searcher:
             if used == "hybrid":
                 vectors = self.vectors()
                 vectors.fill()
+        hits = self._ranked(query, limit, prefix, vectors if used == "hybrid" else None)
         if used == "fts":
-            hits = [_hit(c, c.score, ("fts",)) for c in self.index.full_text(query, limit, prefix)]
             note = "Full-text search (BM25)" + ("." if semantic_installed() else f"; {SEMANTIC_HINT}.")
             return Found(hits, "fts", note)
-        return Found(self._hybrid(vectors, query, limit, prefix), "hybrid", "Hybrid search (BM25 + embeddings).")
+        return Found(hits, "hybrid", "Hybrid search (BM25 + embeddings).")
 
-    def _hybrid(self, vectors: VectorIndex, query: str, limit: int, prefix: MemoryPath | None) -> list[SearchHit]:
-        from ._semantic import FTS_WEIGHT, fuse
-
-        pool = max(_POOL, 5 * limit)
-        full_text = self.index.full_text(query, pool, prefix)
-        semantic, similarity = vectors.nearest(query, pool, prefix) if query.strip() else ([], {})
-        weight = FTS_WEIGHT if self.fts_weight is None else self.fts_weight
-        fused = fuse(full_text, semantic, similarity, fts_weight=weight, neighbour_weight=self.neighbour_weight)
-        fused = fused[:limit]
-        known = {c.chunk: c for c in (*semantic, *full_text)}
-        known.update(self.index.chunks(f.chunk for f in fused if f.chunk not in known))  # brought by neighbours
-        return [_hit(known[f.chunk], f.score, f.who) for f in fused if f.chunk in known]
+    def _ranked(self, text: str, limit: int, prefix: MemoryPath | None, vectors: VectorIndex | None) -> list[SearchHit]:
+        """The candidates of each retriever (and of the dates the query names), fused (`_fusion.fuse`)."""
+        query, pool = Query.of(text), max(_POOL, _POOL_SHARE * limit)
+        full_text = self.index.full_text(text, pool, prefix)
+        passages = {c.chunk: c for c in full_text}
+        similarity: Mapping[int, float] | None = None
+        if vectors is not None and text.strip():
+            semantic, similarity = vectors.nearest(text, pool, prefix)
+            passages.update((c.chunk, c) for c in semantic if c.chunk not in passages)
+        if self.weights.date:
+            for span in query.spans:
+                if not span.month:  # a month of any year is only looked for among the other candidates
+                    dated = self.index.dated(span.first, span.last + SLACK_DAYS, pool, prefix)
+                    passages.update(self.index.chunks(c for c in dated if c not in passages))
+        bm25 = {c.chunk: c.score for c in full_text}
+        lengths: dict[str, int] = {}
+        near = self.index.near(passages, NEIGHBOUR_WINDOW, lengths)
+        files = self.index.file_scores(text, lengths, prefix) if self.weights.file else {}
+        fused = fuse(passages, bm25, similarity, near, query, self.weights, files)[:limit]
+        best = fused[0].score if fused and fused[0].score > 0 else 1.0
+        return [_hit(passages, near, f, rank, best) for rank, f in enumerate(fused, start=1)]
 
     def vectors(self) -> VectorIndex:
         if self._vectors is None:
@@ -147,22 +161,39 @@ def _passage_lines(settings: dict[str, Any]) -> int:
     return value
 
 
-def _neighbour_weight(settings: dict[str, Any], passage_lines: int, given: float | None) -> float:
-    """``[search] neighbour_weight``, by default `NEIGHBOUR_LINES` divided by the passage's lines."""
-    value = settings.get("neighbour_weight", NEIGHBOUR_LINES / passage_lines) if given is None else given
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 10:
-        raise ConfigError(f"settings: [search] neighbour_weight must be a number from 0 to 10, got {value!r}")
-    return float(value)
+def weights_from(settings: dict[str, Any]) -> Weights:
+    """The fusion's `Weights` from a ``[search]`` table (``fts_weight``, ``neighbour_weight``...)."""
+    chosen: dict[str, float] = {}
+    for name, (field, most) in _WEIGHTS.items():
+        value = settings.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= most:
+            raise ConfigError(f"settings: [search] {name} must be a number from 0 to {most:g}, got {value!r}")
+        chosen[field] = float(value)
+    return Weights(**chosen)
 
 
-def _hit(candidate: Candidate, score: float, who: tuple[str, ...]) -> SearchHit:
+def _hit(
+    passages: Mapping[int, Candidate], near: Mapping[int, list[tuple[int, int]]], fused: Fused, rank: int, best: float
+) -> SearchHit:
+    candidate = passages[fused.chunk]
+    around = {
+        distance * (1 if passages[n].first_line > candidate.first_line else -1): passages[n]
+        for n, distance in near.get(fused.chunk, [])
+    }
+    before, after = around.get(-1), around.get(1)
     return SearchHit(
         path=key_path(candidate.path),
         first_line=candidate.first_line,
         last_line=candidate.last_line,
         passage=SearchHit.numbered(candidate.text, candidate.first_line),
-        score=score,
-        retrievers=who,
+        score=fused.score,
+        retrievers=fused.who,
+        rank=rank,
+        relevance=round(max(0.0, min(1.0, fused.score / best)), 3),
+        before=SearchHit.numbered(before.text, before.first_line) if before is not None else "",
+        after=SearchHit.numbered(after.text, after.first_line) if after is not None else "",
     )
 
 

@@ -1,4 +1,4 @@
-"""Semantic retrieval and its fusion with BM25 (hybrid search).
+"""Semantic retrieval: the embeddings of a namespace's passages, and the passages nearest a query.
 
 Each passage's embedding is stored in ``search_vectors`` under the model's name and the SHA-256 of the passage
 text, so an unchanged passage is never embedded twice (a renamed file, a file edited elsewhere) and switching
@@ -8,15 +8,12 @@ models keeps both sets. Passages without a vector for the model are embedded bef
 Search is brute force: the namespace's vectors are one C-contiguous float32 matrix of normalised rows, kept in
 memory per process and brought up to date (not reloaded) when the index changes; one matrix-vector product
 scores every passage (~6 ms per 250,000 passages here) and ``argpartition`` picks the best.
-
-Fusion, measured on LoCoMo (docs/benchmarks.md): each retriever's candidates are scored on a common scale, BM25
-divided by the best BM25 score among the candidates, cosine similarity min-max scaled over the candidates, and
-summed with weights (`FTS_WEIGHT`). Unlike reciprocal rank fusion this keeps how *much* better the top hits are.
-Then each passage gains a share of its best neighbour's score (`fuse`), which short passages need most.
+How the nearest passages are fused with BM25's: `_fusion`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from collections.abc import Mapping
@@ -25,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._index import Candidate
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -34,16 +29,11 @@ if TYPE_CHECKING:
 
     from ..paths import MemoryPath
     from ..store._db import AuxDatabase
-    from ._index import SearchIndex
+    from ._index import Candidate, SearchIndex
     from ._providers import EmbeddingProvider
 
-__all__ = ["FTS_WEIGHT", "Fused", "VectorIndex", "fuse"]
+__all__ = ["VectorIndex"]
 
-FTS_WEIGHT = 0.5  # the BM25 share of the fused score; the rest is the semantic share
-# Neighbour expansion (see `fuse`; its weight: `_search.NEIGHBOUR_LINES`), chosen on LoCoMo conversations 1-2
-# and measured on the other three (docs/benchmarks.md).
-NEIGHBOUR_WINDOW = 2
-NEIGHBOUR_DECAY = 0.7
 _EMBED_BATCH = 512  # passages per embed call and per transaction (from `_torch.BULK` on, torch embeds)
 
 
@@ -74,21 +64,6 @@ class _Lookup(Mapping[int, float]):
 
     def __len__(self) -> int:
         return len(self._matrix.rows)
-
-    def near(self, chunk: int) -> list[tuple[int, int]]:
-        """(chunk id, distance) of the passages up to `NEIGHBOUR_WINDOW` before and after ``chunk`` in its file."""
-        m = self._matrix
-        row = m.rows.get(chunk)
-        if row is None:
-            return []
-        found: list[tuple[int, int]] = []
-        for step in (-1, 1):
-            for distance in range(1, NEIGHBOUR_WINDOW + 1):
-                other = row + step * distance
-                if not 0 <= other < len(m.paths) or m.paths[other] != m.paths[row]:
-                    break
-                found.append((int(m.ids[other]), distance))
-        return found
 
 
 # Per auxiliary database (weakly: a closed store's matrices go with it; an id() key could be reused by the next
@@ -258,54 +233,4 @@ def _below(paths: list[str], prefix: MemoryPath) -> NDArray[np.bool_]:
 
 
 def _with_score(candidate: Candidate, score: float) -> Candidate:
-    return Candidate(candidate.chunk, candidate.path, candidate.first_line, candidate.last_line, candidate.text, score)
-
-
-def fuse(
-    full_text: list[Candidate],
-    semantic: list[Candidate],
-    similarity: Mapping[int, float],
-    *,
-    fts_weight: float = FTS_WEIGHT,
-    neighbour_weight: float = 0.0,
-) -> list[Fused]:
-    """Passages found by either retriever (and their neighbours), best first, with the fused score.
-
-    ``base = fts_weight * BM25 / best BM25 + (1 - fts_weight) * cosine min-max scaled over the candidates``;
-    with ``neighbour_weight`` each passage also gains that share of the best base score among the passages up
-    to `NEIGHBOUR_WINDOW` before or after it in its file (the second one's counted `NEIGHBOUR_DECAY` as much):
-    a line whose neighbours match is in the right part of a note, even when its own words are elsewhere
-    ("she said yes" after the question it answers). Neighbours can join the results that way.
-    """
-    best_bm25 = max((c.score for c in full_text), default=0.0) or 1.0
-    bm25 = {c.chunk: c.score / best_bm25 for c in full_text}
-    by_sem = {c.chunk for c in semantic}
-    pool = list(dict.fromkeys([*bm25, *by_sem]))
-    sims = [similarity.get(chunk, 0.0) for chunk in pool]
-    low, high = (min(sims), max(sims)) if sims else (0.0, 1.0)
-    span = (high - low) or 1.0
-
-    def base(chunk: int) -> float:
-        return fts_weight * bm25.get(chunk, 0.0) + (1 - fts_weight) * (similarity.get(chunk, low) - low) / span
-
-    near = similarity.near if neighbour_weight and isinstance(similarity, _Lookup) else None
-    region = pool if near is None else list(dict.fromkeys([*pool, *(n for c in pool for n, _ in near(c))]))
-    fused: list[Fused] = []
-    for chunk in region:
-        score = base(chunk)
-        if near is not None:
-            score += neighbour_weight * max([0.0, *(base(n) * NEIGHBOUR_DECAY ** (d - 1) for n, d in near(chunk))])
-        who = tuple(name for name, hit in (("fts", chunk in bm25), ("semantic", chunk in by_sem)) if hit)
-        fused.append(Fused(chunk, score, who or ("neighbours",)))
-    fused.sort(key=lambda item: -item.score)
-    return fused
-
-
-@dataclass(frozen=True, slots=True)
-class Fused:
-    """A fused result: the chunk, its score, and which retrievers found it (``neighbours``: neither, its
-    neighbours brought it)."""
-
-    chunk: int
-    score: float
-    who: tuple[str, ...]
+    return dataclasses.replace(candidate, score=score)

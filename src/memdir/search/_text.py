@@ -54,11 +54,13 @@ _DIACRITICS = re.compile("[\u0300-\u036f]")
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A passage of a file: lines ``first``..``last`` (numbered from 1) and their text."""
+    """A passage of a file: lines ``first``..``last`` (numbered from 1), their text, and the headings of the
+    section it is in, outermost first (``"Trips / 2026"``; empty before the first heading)."""
 
     first: int
     last: int
     text: str
+    section: str = ""
 
 
 def _bigrams(run: str) -> str:
@@ -122,25 +124,52 @@ def match_expression(terms: list[str]) -> str:
 
 
 def chunk_lines(text: str, size: int) -> list[Chunk]:
-    """Cut a file into passages of at most ``size`` lines.
+    """Cut a file into passages of at most ``size`` lines that follow its structure.
 
     A heading (``#``) or a blank line starts a new passage, so a passage stays within one section of a
-    Markdown note; blank lines themselves are left out of passages.
+    Markdown note; blank lines themselves are left out of passages. A heading is the context of the lines
+    below it (`Chunk.section`), not a passage of its own, unless its section has no other line (a file that
+    is only a title stays findable).
     """
     chunks: list[Chunk] = []
     block: list[tuple[int, str]] = []
+    headings: list[tuple[int, str]] = []  # (level, title) of the sections the current line is in
+    pending: tuple[int, str] | None = None  # the last heading, until a line of its section shows up
 
     def flush() -> None:
         if block:
-            chunks.append(Chunk(block[0][0], block[-1][0], "\n".join(line for _, line in block)))
+            section = " / ".join(title for _, title in headings)
+            chunks.append(Chunk(block[0][0], block[-1][0], "\n".join(line for _, line in block), section))
             block.clear()
 
     for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             flush()
             continue
-        if line.lstrip().startswith("#") or len(block) >= size:
+        heading = _heading(line)
+        if heading is not None:
+            flush()
+            if pending is not None:
+                chunks.append(Chunk(pending[0], pending[0], pending[1], " / ".join(t for _, t in headings[:-1])))
+            while headings and headings[-1][0] >= heading[0]:
+                headings.pop()
+            headings.append(heading)
+            pending = (number, line)
+            continue
+        pending = None
+        if len(block) >= size:
             flush()
         block.append((number, line))
     flush()
+    if pending is not None:
+        chunks.append(Chunk(pending[0], pending[0], pending[1], " / ".join(t for _, t in headings[:-1])))
     return chunks
+
+
+_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+(.*?)[\s#]*$")
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of a Markdown ATX heading line, else None."""
+    match = _HEADING.match(line)
+    return (len(match.group(1)), match.group(2)) if match else None

@@ -1,16 +1,22 @@
-"""``memory_search`` as a custom tool for an agent: its definition (Anthropic and OpenAI shapes) and executor.
+"""``memory_search`` as a tool: its definition (Anthropic and OpenAI shapes) and executor.
 
-The executor never raises: a bad argument, a refused path or a failing store comes back as an ``is_error``
-result whose text says what was wrong; anything unexpected is logged with its traceback (never shown to the
-model) and reported as a short internal error, as the memory tool does.
+The executor never raises: a bad argument, a refused path or a failing store comes back as an error result whose
+text says what was wrong; anything unexpected is logged with its traceback (never shown to the model) and
+reported as a short internal error, as the memory tool does. Results are this module's `ToolText` (text and
+whether it is an error): the doors that offer the tool (the agent's ``--search``, the MCP server) turn it into
+their own result type, so search depends on none of them.
+
+The result holds what fits ``max_tokens`` (best hits first, each between the lines just before and after it),
+not a fixed number of hits: a model asking about one fact gets a few lines, one asking about a topic gets the
+budget's worth.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._result import ToolResult
 from ..errors import MemdirError, PathError
 from ..paths import parse
 from ._hit import format_hits
@@ -21,26 +27,35 @@ if TYPE_CHECKING:
 
     from ..store._base import Store
 
-__all__ = ["DESCRIPTION", "INPUT_SCHEMA", "TOOL_NAME", "execute_search", "search_tool"]
+__all__ = ["DESCRIPTION", "INPUT_SCHEMA", "TOOL_NAME", "ToolText", "execute_search", "search_tool"]
 
 log = logging.getLogger("memdir.search")
 
 TOOL_NAME = "memory_search"
 MAX_TOOL_LIMIT = 50
+DEFAULT_TOKENS = 1_500
+MAX_TOKENS = 20_000
 DESCRIPTION = (
-    "Search the memory directory for passages relevant to a query (words, a question, a name; any language). "
-    "Returns the best passages, best first, each with its file path, its line numbers as `view` shows them, and "
-    "a score. Use it to find memories before viewing whole files; view a file for more context around a hit."
+    "Search the memory directory for the lines relevant to a query (words, a question, a name, a date; any "
+    "language). Returns the best passages, best first, each with its file path, its line numbers as `view` shows "
+    "them, a relevance from 0 to 1 (1 for the best hit) and the lines just before and after it, as many as fit "
+    "`max_tokens`. Use it to find memories before viewing whole files; view a file for more context."
 )
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "query": {"type": "string", "description": "What to look for: keywords or a natural-language question."},
+        "max_tokens": {
+            "type": "integer",
+            "minimum": 100,
+            "maximum": MAX_TOKENS,
+            "description": f"About how many tokens of results to return (default {DEFAULT_TOKENS}).",
+        },
         "limit": {
             "type": "integer",
             "minimum": 1,
             "maximum": MAX_TOOL_LIMIT,
-            "description": "How many passages to return (default 10).",
+            "description": f"At most this many passages (default: as many as fit max_tokens, up to {MAX_TOOL_LIMIT}).",
         },
         "path_prefix": {
             "type": "string",
@@ -52,7 +67,15 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-def search_tool(store: Store) -> tuple[dict[str, Any], dict[str, Any], Callable[[dict[str, Any]], ToolResult]]:
+@dataclass(frozen=True, slots=True)
+class ToolText:
+    """A ``memory_search`` result: the text the model reads, and whether it reports an error."""
+
+    text: str
+    is_error: bool = False
+
+
+def search_tool(store: Store) -> tuple[dict[str, Any], dict[str, Any], Callable[[dict[str, Any]], ToolText]]:
     """(Anthropic custom tool definition, OpenAI function tool definition, executor) for ``memory_search``."""
     anthropic = {"name": TOOL_NAME, "description": DESCRIPTION, "input_schema": INPUT_SCHEMA}
     openai = {
@@ -60,45 +83,51 @@ def search_tool(store: Store) -> tuple[dict[str, Any], dict[str, Any], Callable[
         "function": {"name": TOOL_NAME, "description": DESCRIPTION, "parameters": INPUT_SCHEMA},
     }
 
-    def execute(arguments: dict[str, Any]) -> ToolResult:
+    def execute(arguments: dict[str, Any]) -> ToolText:
         return execute_search(store, arguments)
 
     return anthropic, openai, execute
 
 
-def execute_search(store: Store, arguments: object) -> ToolResult:
-    """Run one ``memory_search`` call; errors come back as ``is_error`` results."""
+def execute_search(store: Store, arguments: object) -> ToolText:
+    """Run one ``memory_search`` call; errors come back as error results."""
     try:
-        query, limit, prefix = _arguments(arguments)
+        query, limit, tokens, prefix = _arguments(arguments)
         found = searcher(store).search(query, limit=limit, path_prefix=prefix)
-        return ToolResult(format_hits(query, found.hits, found.note))
+        return ToolText(format_hits(query, found.hits, found.note, max_tokens=tokens))
     except _Invalid as exc:
-        return ToolResult(f"Error: {exc}", is_error=True)
+        return ToolText(f"Error: {exc}", is_error=True)
     except PathError as exc:
-        return ToolResult(exc.tool_text(), is_error=True)
+        return ToolText(exc.tool_text(), is_error=True)
     except MemdirError as exc:
-        return ToolResult(f"Error: search failed: {exc}", is_error=True)
+        return ToolText(f"Error: search failed: {exc}", is_error=True)
     except Exception:
         log.exception("memory_search: unexpected error")
-        return ToolResult("Error: Internal error in memory_search. The details are in the memdir log.", is_error=True)
+        return ToolText("Error: Internal error in memory_search. The details are in the memdir log.", is_error=True)
 
 
 class _Invalid(Exception):
     pass
 
 
-def _arguments(arguments: object) -> tuple[str, int, Any]:
+def _integer(arguments: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = arguments.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _Invalid(f"Parameter `{name}` of memory_search must be an integer from {low} to {high}.")
+    return value
+
+
+def _arguments(arguments: object) -> tuple[str, int, int, Any]:
     if not isinstance(arguments, dict):
         raise _Invalid("the input of memory_search must be an object with a `query` string")
     query = arguments.get("query")
     if not isinstance(query, str) or not query.strip():
         raise _Invalid("Missing required parameter `query` (a non-empty string) for memory_search.")
-    limit = arguments.get("limit")
-    if limit is None:
-        limit = 10
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOOL_LIMIT:
-        raise _Invalid(f"Parameter `limit` of memory_search must be an integer from 1 to {MAX_TOOL_LIMIT}.")
+    limit = _integer(arguments, "limit", MAX_TOOL_LIMIT, 1, MAX_TOOL_LIMIT)
+    tokens = _integer(arguments, "max_tokens", DEFAULT_TOKENS, 100, MAX_TOKENS)
     prefix = arguments.get("path_prefix")
     if prefix is not None and not isinstance(prefix, str):
         raise _Invalid("Parameter `path_prefix` of memory_search must be a string starting with /memories.")
-    return query, limit, None if prefix is None else parse(prefix)
+    return query, limit, tokens, None if prefix is None else parse(prefix)

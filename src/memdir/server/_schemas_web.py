@@ -34,9 +34,13 @@ _HIT = _object(
         "path": _STR,
         "first_line": _INT,
         "last_line": _INT,
-        "score": _NUM,
-        "retrievers": {"type": "array", "items": {"enum": ["fts", "semantic", "neighbours"]}},
+        "rank": {**_INT, "description": "1 for the best hit."},
+        "relevance": {**_NUM, "description": "The hit's score over the best hit's: 1.0 for the best, down to 0."},
+        "score": {**_NUM, "description": "The fused score (higher is better; comparable within one search only)."},
+        "retrievers": {"type": "array", "items": {"enum": ["fts", "semantic"]}},
         "passage": {**_STR, "description": "The lines, numbered as `view` shows them (`{n:>6}\\t{line}`)."},
+        "before": {**_STR, "description": "The passage just before, numbered the same way ('' at the file's start)."},
+        "after": {**_STR, "description": "The passage just after, numbered the same way ('' at the file's end)."},
     }
 )
 

@@ -61,7 +61,7 @@ from ..errors import (
     StorageError,
     StorageUnavailableError,
 )
-from ..paths import MemoryPath, parse
+from ..paths import MemoryPath
 from ._base import (
     ANY,
     MISSING,
@@ -286,7 +286,7 @@ class RemoteStore(Store):
         self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None, mode: str = "auto"
     ) -> tuple[list[SearchHit], str, str]:
         """(hits, the mode the server used, its note): one ``GET /v1/search``."""
-        from ..search._hit import SearchHit  # search loads only when searching
+        from ..search._hit import hit_from_json  # search loads only when searching
 
         # What a query parameter can carry: no NUL, no lone surrogate (a local search treats them as no word).
         query = query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
@@ -299,17 +299,7 @@ class RemoteStore(Store):
             params["prefix"] = as_path(path_prefix).virtual
         data = self._json("GET", "/v1/search", params=params)
         try:
-            hits = [
-                SearchHit(
-                    parse(hit["path"]),
-                    int(hit["first_line"]),
-                    int(hit["last_line"]),
-                    str(hit["passage"]),
-                    float(hit["score"]),
-                    tuple(str(r) for r in hit.get("retrievers", ())),
-                )
-                for hit in data["hits"]
-            ]
+            hits = [hit_from_json(hit) for hit in data["hits"]]
             return hits, str(data["mode"]), str(data.get("note") or "")
         except (KeyError, TypeError, ValueError) as exc:
             raise StorageError("the server's search answer is malformed") from exc

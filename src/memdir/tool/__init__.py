@@ -436,10 +436,10 @@ class MemoryTool:
         same version (and screened with it)."""
         return self.auto.stamp(path, text) if self.auto is not None else text
 
-    @staticmethod
-    def _blocked(path: str, exc: BlockedError, receipt: Receipt) -> ToolResult:
+    def _blocked(self, path: str, exc: BlockedError, receipt: Receipt) -> ToolResult:
         if receipt.findings and all(f.kind == "secret" for f in receipt.findings) and "path" in exc.reasons:
-            return render.name_blocked(path, exc)
+            # The path is said back with its secret redacted: a result is kept (a session's transcript) too.
+            return render.name_blocked(self.gate.shown(path), exc)
         return render.blocked(path, exc.reasons)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...search import searcher
+from ...search import hit_json, searcher
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
 from .._schemas import json_response as json_doc
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from ...gate import GatedStore
-    from ...search import Found, SearchHit
+    from ...search import Found
 
 __all__ = ["ENDPOINTS"]
 
@@ -40,19 +40,8 @@ async def search(call: Call) -> Response:
             return searcher(store.inner).search(query, limit=limit, path_prefix=prefix, mode=mode)
 
     found = await call.run(run)
-    hits = [hit_to_json(hit) for hit in found.hits]
+    hits = [hit_json(hit) for hit in found.hits]
     return json_response({"query": query, "mode": found.mode, "note": found.note, "hits": hits})
-
-
-def hit_to_json(hit: SearchHit) -> dict[str, Any]:
-    return {
-        "path": hit.path.virtual,
-        "first_line": hit.first_line,
-        "last_line": hit.last_line,
-        "score": hit.score,
-        "retrievers": list(hit.retrievers),
-        "passage": hit.passage,
-    }
 
 
 _PARAMETERS = (

@@ -847,22 +847,34 @@
     if (claude()) return searchEverywhere(query);
     const found = await api("GET", "/v1/search?" + new URLSearchParams({ q: query, limit: "20" }));
     const results = found.hits.map((hit) => searchHit(hit, query));
+    // Say how many hold a word of the query and how many were found by meaning alone: "9 passages match email"
+    // when one holds the word read as if nine did.
+    const words = found.hits.filter((hit) => hit.retrievers.includes("fts")).length;
+    const meaning = found.hits.length - words;
+    const count = (n, what) => n + " " + what + (n === 1 ? "" : "s");
+    const summary = !found.hits.length ? ["Nothing matches ", h("strong", {}, query), ". "]
+      : [count(found.hits.length, "result") + " for ", h("strong", {}, query), ": ",
+        [words ? count(words, "passage") + " with its words" : "", meaning ? count(meaning, "passage") + " close in meaning" : ""]
+          .filter(Boolean).join(", "), ". "];
     return [
       heading("Search"),
-      h("p", { class: "muted", role: "status" },
-        found.hits.length ? found.hits.length + (found.hits.length === 1 ? " passage matches " : " passages match ") : "Nothing matches ",
-        h("strong", {}, query), ". ", found.note),
+      h("p", { class: "muted", role: "status" }, ...summary, found.note),
       h("div", { class: "results" }, results),
     ];
   }
 
+  // One hit: its rank, path and relevance, and its lines between the lines just before and after (dimmed).
   function searchHit(hit, query) {
     const lines = hit.first_line === hit.last_line ? "line " + hit.first_line : "lines " + hit.first_line + "–" + hit.last_line;
-    const passage = hit.passage.split("\n").map((line) => line.replace(/^\s*\d+\t/, "")).join("\n");
+    const bare = (text) => text.split("\n").map((line) => line.replace(/^\s*\d+\t/, "")).join("\n");
+    const found = hit.retrievers.map((r) => chip(r === "fts" ? "words" : "meaning"));
     return h("article", { class: "card result" },
-      h("h2", {}, h("a", { href: route("file", { p: hit.path, line: hit.first_line + "-" + hit.last_line }) }, hit.path)),
-      h("div", { class: "chips" }, chip(lines), chip("score " + hit.score.toPrecision(3)), hit.retrievers.map((r) => chip(r))),
-      h("pre", {}, highlight(passage, query)));
+      h("h2", {}, "#" + hit.rank + " ", h("a", { href: route("file", { p: hit.path, line: hit.first_line + "-" + hit.last_line }) }, hit.path)),
+      h("div", { class: "chips" }, chip(lines), chip("relevance " + hit.relevance.toFixed(2)), found),
+      h("pre", {},
+        hit.before ? h("span", { class: "context" }, bare(hit.before) + "\n") : "",
+        highlight(bare(hit.passage), query),
+        hit.after ? h("span", { class: "context" }, "\n" + bare(hit.after)) : ""));
   }
 
   // The query's words marked in the passage: text split around matches, each match a <mark> made as an element.

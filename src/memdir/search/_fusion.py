@@ -1,0 +1,146 @@
+"""Scoring a search's candidates: BM25 and embeddings fused, then what the query and the file's structure add.
+
+Each candidate passage (a line, in the default index) gets a *base* score: its BM25 divided by the best BM25 among
+the candidates, and with embeddings (hybrid search) its cosine similarity min-max scaled over the candidates, the
+two summed with weights (`Weights.fts`). Unlike reciprocal rank fusion this keeps how *much* better the top hits
+are. Then, each measured on LoCoMo (docs/benchmarks.md):
+
+- **neighbours**: a passage gains a share (`Weights.neighbours`) of the best base score among the passages up
+  to `NEIGHBOUR_WINDOW` before or after it in its file (the second counted `NEIGHBOUR_DECAY` as much): a line
+  whose neighbours match is in the right part of a note even when few of its own words match ("it was rich and
+  creamy" after the question it answers). Neighbours change the ranking; they are shown around a hit, never
+  returned as hits of their own.
+- **file**: a passage gains a share (`Weights.file`) of its file's BM25 as a whole document, scaled to the best
+  file's: a session or a note that holds more of the query's words, over more of its lines, is more likely the
+  one asked about than a single look-alike line elsewhere (`SearchIndex.file_scores`).
+- **speaker**: in a transcript or a chat log (``Caroline: ...``, ``[D1:3] Caroline: ...``), a line said by
+  someone the query names gains `Weights.speaker`: "what did Caroline research?" is most often answered by
+  Caroline.
+- **date**: a passage whose date (`_dates`) falls in a span of time the query names gains `Weights.date`.
+
+A candidate is a result only when it holds a word of the query or its cosine similarity reaches `SEMANTIC_FLOOR`:
+an unrelated word ("tea") finds nothing rather than every file with a score near zero.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._dates import Span, query_spans
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ._index import Candidate
+
+__all__ = ["NEIGHBOUR_DECAY", "NEIGHBOUR_WINDOW", "SEMANTIC_FLOOR", "Fused", "Query", "Weights", "fuse", "speaker"]
+
+NEIGHBOUR_WINDOW = 2
+NEIGHBOUR_DECAY = 0.7
+# A passage found by its embedding alone must be at least this similar to the query (all-MiniLM-L6-v2 cosine:
+# unrelated short texts score ~0.0-0.3, a paraphrase 0.5 and more; on LoCoMo, 0.5% of the evidence lines hold
+# no query word and score below it).
+SEMANTIC_FLOOR = 0.35
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """The fusion's weights (each a ``[search]`` setting of the same name)."""
+
+    # fts, neighbours and file: chosen leave-one-conversation-out on LoCoMo (fts 0.4 and neighbours 0.5 in three
+    # folds of five; file 0.3 in four); speaker and date: measured on all five conversations (docs/benchmarks.md).
+    fts: float = 0.4
+    neighbours: float = 0.5
+    speaker: float = 0.1
+    date: float = 0.3
+    file: float = 0.3
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What the fusion reads in a query: its words (lower-cased) and the spans of time it names."""
+
+    words: frozenset[str]
+    spans: tuple[Span, ...]
+
+    @classmethod
+    def of(cls, text: str) -> Query:
+        return cls(frozenset(_WORD.findall(text.lower())), tuple(query_spans(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """A scored passage: its chunk id, its score, and which retrievers found it (``fts``, ``semantic``)."""
+
+    chunk: int
+    score: float
+    who: tuple[str, ...]
+
+
+_WORD = re.compile(r"[^\W_]+")
+# A line's speaker: "Name:" at its start, after an optional [tag] (an id, a time) or list marker, in bold or not.
+_SPEAKER = re.compile(r"\s*(?:\[[^\]\n]{1,40}\]\s*)?(?:[-*+]\s+)?(?:\*\*)?(\w[\w'.-]*(?: \w[\w'.-]*){0,2})(?:\*\*)?:\s")
+
+
+def speaker(text: str) -> frozenset[str]:
+    """The words of the name a line starts with as its speaker (``"[D1:3] Caroline: hi"`` -> ``{"caroline"}``)."""
+    match = _SPEAKER.match(text)
+    return frozenset(_WORD.findall(match.group(1).lower())) if match else frozenset()
+
+
+def fuse(
+    passages: Mapping[int, Candidate],
+    bm25: Mapping[int, float],
+    similarity: Mapping[int, float] | None,
+    near: Mapping[int, list[tuple[int, int]]],
+    query: Query,
+    weights: Weights,
+    files: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Every passage of ``passages`` that is a result, scored (see the module's docstring), best first.
+
+    ``bm25``: the full-text candidates' BM25; ``similarity``: every passage's cosine (None: full-text search);
+    ``near``: (chunk, distance) of each passage's neighbours, among ``passages``; ``files``: each file's
+    whole-file BM25 scaled to the best 1.0 (`SearchIndex.file_scores`).
+    """
+    base, similar = _base(passages, bm25, similarity, weights)
+    floor = similar | bm25.keys()
+    files = files or {}
+    fused = []
+    for chunk, candidate in passages.items():
+        if chunk not in floor:
+            continue  # a neighbour may lift it, but what holds no word of the query, nor its meaning, is no result
+        lifted = [base[n] * NEIGHBOUR_DECAY ** (d - 1) for n, d in near.get(chunk, []) if n in floor]
+        score = base[chunk] + weights.neighbours * max([0.0, *lifted])
+        if weights.speaker and speaker(candidate.text) & query.words:
+            score += weights.speaker
+        if weights.date and candidate.day is not None and any(s.matches(candidate.day) for s in query.spans):
+            score += weights.date
+        score += weights.file * files.get(candidate.path, 0.0)
+        who = tuple(name for name, hit in (("fts", chunk in bm25), ("semantic", chunk in similar)) if hit)
+        fused.append(Fused(chunk, score, who))
+    fused.sort(key=lambda item: (-item.score, item.chunk))
+    return fused
+
+
+def _base(
+    passages: Mapping[int, Candidate],
+    bm25: Mapping[int, float],
+    similarity: Mapping[int, float] | None,
+    weights: Weights,
+) -> tuple[dict[int, float], set[int]]:
+    """Each passage's base score, and the passages similar enough to the query (`SEMANTIC_FLOOR`)."""
+    best = max(bm25.values(), default=0.0) or 1.0
+    if similarity is None:
+        return {chunk: bm25.get(chunk, 0.0) / best for chunk in passages}, set()
+    sims = [similarity.get(chunk, 0.0) for chunk in passages]
+    low, high = (min(sims), max(sims)) if sims else (0.0, 1.0)
+    span = (high - low) or 1.0
+    share = weights.fts
+    base = {
+        chunk: share * bm25.get(chunk, 0.0) / best + (1 - share) * (similarity.get(chunk, low) - low) / span
+        for chunk in passages
+    }
+    return base, {chunk for chunk in passages if similarity.get(chunk, 0.0) >= SEMANTIC_FLOOR}
