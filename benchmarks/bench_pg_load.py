@@ -81,6 +81,10 @@ class Workload:
     give_up: float = 60.0  # seconds a command keeps being retried before its outcome counts as unknown
     keys: bool = True  # send Idempotency-Key (False: measure what recording and looking them up costs)
     run: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    # When this file appears the clients stop (after the command each has in flight), even before ``duration``:
+    # a test ends the load once what it waits for has happened, rather than after a time that a busy machine
+    # may not honour.
+    stop_file: str | None = None
 
 
 def shared_path(index: int) -> str:
@@ -281,10 +285,10 @@ class Client:
         self.name = f"c{number:03d}"
         self.token = workload.tokens[number % len(workload.tokens)]
 
-    async def run(self, stop_at: float) -> None:
+    async def run(self, stop_at: float, stopped: asyncio.Event) -> None:
         kinds, weights = list(MIX), list(MIX.values())
         try:
-            while time.monotonic() < stop_at:
+            while time.monotonic() < stop_at and not stopped.is_set():
                 await self.one(self.rng.choices(kinds, weights)[0])
         finally:
             for connection in self.connections:
@@ -425,12 +429,22 @@ async def run_clients(workload: Workload) -> Tally:
     tally = Tally(started=time.monotonic())
     clients = [Client(n, workload, tally) for n in range(workload.clients)]
     stop_at = tally.started + workload.duration
-    await asyncio.gather(*(c.run(stop_at) for c in clients))
+    stopped = asyncio.Event()
+    watcher = asyncio.ensure_future(_watch(workload.stop_file, stopped))
+    await asyncio.gather(*(c.run(stop_at, stopped) for c in clients))
+    watcher.cancel()
     for client in clients:
         client.finish()
     tally.elapsed = time.monotonic() - tally.started
     tally.cpu = time.process_time()
     return tally
+
+
+async def _watch(stop_file: str | None, stopped: asyncio.Event) -> None:
+    while stop_file is not None and not os.path.exists(stop_file):
+        await asyncio.sleep(0.05)
+    if stop_file is not None:
+        stopped.set()
 
 
 def client_main(spec: Path, out: Path) -> None:
@@ -449,10 +463,17 @@ class LoadClient:
     """The load client, running in its own process (so its CPU is not the servers')."""
 
     def __init__(self, workload: Workload, workdir: Path) -> None:
+        self.workload = workload
         self.spec = workdir / f"load-{workload.run}.json"
         self.out = workdir / f"tally-{workload.run}.json"
         self.spec.write_text(json.dumps(asdict(workload)))
         self.process = subprocess.Popen([sys.executable, __file__, "client", str(self.spec), str(self.out)])
+
+    def stop(self) -> None:
+        """End the load now (see `Workload.stop_file`)."""
+        if self.workload.stop_file is None:
+            raise RuntimeError("this load has no stop file: it ends after its duration")
+        Path(self.workload.stop_file).touch()
 
     def wait(self, timeout: float) -> Tally:
         if self.process.wait(timeout) != 0:

@@ -44,6 +44,7 @@ from .errors import (
     StorageError,
     StorageFullError,
     StorageUnavailableError,
+    StoreNotFoundError,
 )
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         Version,
         open_store,
         register_backend,
+        store_exists,
     )
     from .store.remote import RemoteStore
     from .tool import MemoryTool, ToolResult
@@ -123,6 +125,7 @@ __all__ = [
     "StorageFullError",
     "StorageUnavailableError",
     "Store",
+    "StoreNotFoundError",
     "ToolResult",
     "Usage",
     "Version",
@@ -131,6 +134,7 @@ __all__ = [
     "parse",
     "register_backend",
     "scan",
+    "store_exists",
 ]
 
 
@@ -147,7 +151,7 @@ _STORE_NAMES: tuple[str, ...] = (
     "Origin",
     "Quota",
 )
-_STORE_NAMES += ("SQLiteStore", "Stat", "Store", "Usage", "Version", "open_store", "register_backend")
+_STORE_NAMES += ("SQLiteStore", "Stat", "Store", "Usage", "Version", "open_store", "register_backend", "store_exists")
 _LAZY = {
     **dict.fromkeys(("Agent", "AgentResult", "AgentSettings"), ".agent"),
     **dict.fromkeys(("MemoryPath", "parse"), ".paths"),

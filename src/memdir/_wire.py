@@ -13,6 +13,7 @@ the same key, it answers what the first attempt did (`memdir.server._idempotency
 
 from __future__ import annotations
 
+import json
 import math
 import urllib.parse
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from .errors import (
 )
 from .paths import parse
 from .store._base import Entry, Stat, Usage
-from .store._json import version_from_json, version_to_json
+from .store._json import iso_time, parse_time, version_from_json, version_to_json
 
 if TYPE_CHECKING:
     from .store._base import Version
@@ -55,6 +56,7 @@ __all__ = [
     "HEADER_REPLAYED",
     "HEADER_SESSION",
     "HEADER_SOURCE",
+    "MAX_JSON_DEPTH",
     "RETRY_UNAVAILABLE_SECONDS",
     "ErrorCode",
     "code_for",
@@ -63,6 +65,9 @@ __all__ = [
     "entry_from_json",
     "entry_to_json",
     "error_from_body",
+    "iso_time",
+    "parse_json",
+    "parse_time",
     "stat_from_json",
     "stat_to_json",
     "usage_to_json",
@@ -77,6 +82,9 @@ HEADER_SOURCE = "X-Memdir-Source"
 HEADER_IDEMPOTENCY = "Idempotency-Key"
 HEADER_REPLAYED = "Idempotent-Replayed"
 RETRY_UNAVAILABLE_SECONDS = 1  # what an `unavailable` answer asks a client to wait: a database restart takes ~1 s
+# Arrays and objects nested deeper than this are refused: no request needs more than a few levels, and code that
+# walks a value recursively (the JSON encoder, for one) must never meet one that exhausts the stack.
+MAX_JSON_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,9 @@ ERRORS: dict[str, ErrorCode] = {
             "no_longer_applies",
             409,
             "The quarantined write no longer applies to the file as it is now; it stays pending.",
+        ),
+        ErrorCode(
+            "request_timeout", 408, "The request head or body did not arrive in time; the connection was closed."
         ),
         ErrorCode("conflict", 412, "The file is not at the expected version (someone else wrote first)."),
         ErrorCode("payload_too_large", 413, "The request body is over the server's bound for this endpoint."),
@@ -239,6 +250,43 @@ def _seconds(value: object) -> float:
     return 1.0
 
 
+# -- JSON and times -------------------------------------------------------------------------------------------
+
+
+def parse_json(data: bytes | str) -> Any:
+    """A request body as the API reads it. `ValueError` (saying why) for anything that is not plain JSON: bad
+    syntax, ``NaN``/``Infinity``, or nesting deeper than `MAX_JSON_DEPTH` (``[`` x 500,000 included, which the
+    parser itself would meet with a `RecursionError`)."""
+    try:
+        value = json.loads(data, parse_constant=_no_constant)
+    except RecursionError as exc:
+        raise ValueError(f"it is nested more than {MAX_JSON_DEPTH} levels deep") from exc
+    raw = data.encode() if isinstance(data, str) else data
+    # Only a body with that many brackets can be that deep: the walk costs nothing for the usual small ones.
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"it is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value``, found without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 # -- records as JSON ------------------------------------------------------------------------------------------
 
 
@@ -249,7 +297,7 @@ def stat_to_json(stat: Stat) -> dict[str, Any]:
         "size": stat.size,
         "version": stat.version,
         "sha256": stat.sha256,
-        "modified": stat.modified,
+        "modified": None if stat.modified is None else iso_time(stat.modified),
     }
 
 
@@ -257,21 +305,23 @@ def stat_from_json(data: dict[str, Any]) -> Stat:
     kind = data["kind"]
     if kind not in ("file", "dir"):
         raise ValueError(f"unknown kind {kind!r}")
-    return Stat(parse(data["path"]), kind, int(data["size"]), data["version"], data["sha256"], data["modified"])
+    modified = None if data["modified"] is None else parse_time(data["modified"])
+    return Stat(parse(data["path"]), kind, int(data["size"]), data["version"], data["sha256"], modified)
 
 
 def entry_to_json(entry: Entry) -> dict[str, Any]:
     return {
         "path": entry.path.virtual,
         "size": entry.size,
-        "modified": entry.modified,
+        "modified": iso_time(entry.modified),
         "version": entry.version,
         "sha256": entry.sha256,
     }
 
 
 def entry_from_json(data: dict[str, Any]) -> Entry:
-    return Entry(parse(data["path"]), int(data["size"]), float(data["modified"]), int(data["version"]), data["sha256"])
+    modified = parse_time(data["modified"])
+    return Entry(parse(data["path"]), int(data["size"]), modified, int(data["version"]), data["sha256"])
 
 
 def usage_to_json(usage: Usage) -> dict[str, int]:

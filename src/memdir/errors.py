@@ -15,6 +15,7 @@ MemdirError
 ├── EncodingError          bytes that are not UTF-8 where text is required
 ├── HistoryUnavailableError  the store keeps no history (a plain directory store)
 ├── ConfigError            a store URL, namespace or setting that cannot be used
+│   └── StoreNotFoundError a store URL that names no store yet (opened with ``create=False``)
 ├── AuthenticationError    a memdir server refused the token (missing, unknown or revoked)
 ├── ArchiveError           an archive that cannot be used (damaged, hostile, another format), or a refused import
 ├── TransferError          a store-to-store copy refused (the destination holds other content) or failing to verify
@@ -74,6 +75,7 @@ __all__ = [
     "StorageError",
     "StorageFullError",
     "StorageUnavailableError",
+    "StoreNotFoundError",
     "TransferError",
     "storage_error_from_os",
 ]
@@ -199,6 +201,15 @@ class HistoryUnavailableError(MemdirError):
 
 class ConfigError(MemdirError):
     """A store URL, namespace or setting that cannot be used."""
+
+
+class StoreNotFoundError(ConfigError):
+    """``open_store(url, create=False)`` found no store there: nothing was created. ``url`` is the URL as it may
+    be shown (a password replaced)."""
+
+    def __init__(self, url: str, hint: str = "") -> None:
+        super().__init__(f"no store at {url}{hint}")
+        self.url = url
 
 
 class AuthenticationError(MemdirError):

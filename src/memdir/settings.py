@@ -10,13 +10,17 @@ Two files, the project's over the user's:
 
 Tables merge key by key (the project's value wins; nested tables merge the same way). A feature reads its own
 table (``settings.section("agent")``) and checks its own keys; environment variables and command-line options
-win over both files. Command-line tools report a malformed file in one line (`ConfigError`).
+win over both files. Command-line tools report a malformed file in one line (`ConfigError`). A top-level table
+no feature reads (``[polcy]`` for ``[policy]``) would silently do nothing: `Settings.warnings` names each one
+with its file and line, and the CLI prints them on stderr.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +33,7 @@ from .errors import ConfigError
 __all__ = [
     "MEMORY_KEYS",
     "PROJECT_FILE",
+    "TABLES",
     "Settings",
     "find_project_root",
     "load_settings",
@@ -37,6 +42,15 @@ __all__ = [
 ]
 
 PROJECT_FILE = "memdir.toml"
+
+# Every top-level table a feature reads, and where it is described. Anything else in a settings file is a typo
+# or a table of another program: either way it changes nothing, which `Settings.warnings` says.
+TABLES: dict[str, str] = {
+    "agent": "the agent: memdir run / chat (docs/agent.md)",
+    "memory": "where memory lives, auto memory (README.md, docs/agent.md)",
+    "policy": "the write policy, expiry, retention (docs/safety.md)",
+    "search": "search and its index (docs/search.md)",
+}
 
 
 def user_config_path() -> Path:
@@ -81,6 +95,22 @@ class Settings:
     @property
     def merged(self) -> dict[str, Any]:
         return _merge(self.user, self.project)
+
+    @property
+    def files(self) -> list[Path]:
+        """The settings files that were read, the user's first."""
+        return [path for path in (self.user_path, self.project_path) if path is not None]
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per top-level key no feature reads, naming the file and line (and the table meant, when
+        one is close): ``memdir.toml:3: unknown table [polcy] (did you mean [policy]?); it is ignored``."""
+        found: list[str] = []
+        for values, path in ((self.user, self.user_path), (self.project, self.project_path)):
+            for key in values:
+                if key not in TABLES and path is not None:
+                    found.append(_unknown(key, path))
+        return found
 
     def section(self, name: str) -> dict[str, Any]:
         """One feature's table (empty when absent); `ConfigError` when the key holds something else."""
@@ -152,6 +182,24 @@ def _parse(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def _unknown(key: str, path: Path) -> str:
+    close = difflib.get_close_matches(key, TABLES, n=1)
+    meant = f" (did you mean [{close[0]}]?)" if close else f" (known: {', '.join(f'[{t}]' for t in sorted(TABLES))})"
+    return f"{path}:{_line_of(key, path)}: unknown table [{key}]{meant}; it is ignored"
+
+
+def _line_of(key: str, path: Path) -> int:
+    """The line that first names top-level ``key``: a table header (``[key]``, ``[key.x]``, ``[[key]]``) or a
+    dotted or plain key (``key.x = 1``, ``key = 1``); 1 when it cannot be found (a quoted key, say)."""
+    name = re.escape(key)
+    pattern = re.compile(rf"^\s*(\[\[?\s*{name}\s*[.\]]|{name}\s*[.=])")
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return 1
+    return next((number for number, line in enumerate(lines, 1) if pattern.match(line)), 1)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

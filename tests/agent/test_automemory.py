@@ -298,3 +298,22 @@ def test_native_compaction_pauses_and_gets_the_same_back(
     assert "Rule: version 2." in text and "- [Tea](tea.md)" in text
     assert "## /memories/tea.md (saved" in text and "green tea" in text
     assert "after compaction" in text
+
+
+def test_off_means_the_index_is_neither_loaded_nor_kept(
+    anthropic_server: FakeAnthropicServer, make_agent: MakeAgent, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = "- [Coffee](coffee.md) — the user drinks coffee\n"
+    store.write("/memories/MEMORY.md", index.encode(), origin=Origin("user"))
+    store.write("/memories/notes.md", b"a plain note\n", origin=Origin("user"))
+    monkeypatch.setenv("MEMDIR_DISABLE_AUTO_MEMORY", "1")
+    anthropic_server.script(tool_use_reply([memory(command="create", path="/memories/tea.md", file_text=NOTE)]),
+                            text_reply("ok"))  # fmt: skip
+    agent = make_agent(auto_memory=None)
+    agent.run("Remember my tea")
+    first = first_text(anthropic_server.message_requests[0])
+    assert "a plain note" in first  # the backfill itself still runs
+    assert "the user drinks coffee" not in first  # not as the index, not as an ordinary recent file either
+    assert [name for name, _ in agent.backfill.items if "MEMORY" in name] == []  # type: ignore[union-attr]
+    assert store.read("/memories/MEMORY.md").content.decode() == index  # not maintained: no line for tea.md
+    assert b"modified:" not in store.read("/memories/tea.md").content

@@ -85,6 +85,7 @@ def test_a_missing_key_is_one_line_saying_what_to_set(tmp_path: Path) -> None:
     result = invoke("run", "--store", str(tmp_path / "m"), "hi")
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "m").exists()  # no store is made for a session that cannot start
     assert result.stderr.startswith("Error: ANTHROPIC_API_KEY is not set: export ANTHROPIC_API_KEY=")
 
 
@@ -207,10 +208,52 @@ def test_sessions_lists_what_ran(
     anthropic_server.script(tool_use_reply([("memory", {"command": "view", "path": "/memories"})]), text_reply("ok"))
     run = invoke("run", "--store", str(tmp_path / "m"), "--json", "Look at\n  my memory")
     session = json.loads(run.stdout)["session_id"]
-    listing = invoke("sessions")
+    listing = invoke("sessions", "--store", str(tmp_path / "m"))
     assert listing.exit_code == 0
     [line] = listing.stdout.splitlines()
     fields = line.split("\t")
     assert fields[0] == session and fields[2] == "2" and int(fields[3]) > 0
     assert fields[4] == "Look at my memory"
-    assert json.loads(invoke("sessions", "--json").stdout)[0]["first_prompt"] == "Look at\n  my memory"
+    assert json.loads(invoke("sessions", "--json", "--store", str(tmp_path / "m")).stdout)[0]["first_prompt"] == (
+        "Look at\n  my memory"
+    )
+
+
+def test_resume_on_another_store_is_refused_and_sessions_lists_only_this_stores(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path
+) -> None:
+    anthropic_server.script(text_reply("Noted on A."))
+    on_a = invoke("run", "--store", str(tmp_path / "a"), "--json", "Remember the code word: apple")
+    session = json.loads(on_a.stdout)["session_id"]
+    other = invoke("run", "--store", str(tmp_path / "b"), "--resume", session, "What is the code word?")
+    assert (other.exit_code, other.stdout) == (1, "")
+    assert other.stderr.startswith(f"Error: session {session} ran on file://{tmp_path / 'a'} (namespace default), ")
+    assert other.stderr.endswith(f"Resume it with --store file://{tmp_path / 'a'}\n")
+    assert len(anthropic_server.message_requests) == 1  # nothing was sent with A's memory
+    latest = invoke("run", "--store", str(tmp_path / "b"), "--resume", "", "Hello?")
+    assert latest.exit_code == 1
+    assert "there is no session to resume yet on this store" in latest.stderr
+    empty = invoke("sessions", "--store", str(tmp_path / "b"))
+    assert (empty.exit_code, empty.stdout) == (0, "")
+    assert empty.stderr == (
+        f"No sessions yet for file://{tmp_path / 'b'} (namespace default); --all lists every store's.\n"
+    )
+    listed = invoke("sessions", "--all").stdout.splitlines()
+    assert [line.split("\t")[4:6] for line in listed] == [[f"file://{tmp_path / 'a'}", "default"]]
+
+
+def test_chat_says_where_it_is_once_and_resume_counts_in_words(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path
+) -> None:
+    anthropic_server.script(text_reply("One."), text_reply("Two."))
+    store = str(tmp_path / "m")
+    first = invoke("chat", "--store", store, input="Say one\n")
+    assert first.stderr.splitlines()[:3] == [
+        f"Created a new store at {store}.",
+        f"memdir chat: store file://{store} (namespace default), model claude-sonnet-5-5.",
+        "/help lists the commands; /exit or Ctrl-D ends the chat.",
+    ]
+    second = invoke("chat", "--store", store, input="Say two\n/resume\n")
+    assert second.stderr.count("memdir chat: store") == 1
+    assert "\t1 turn\tSay one" in second.stdout
+    assert "turns\tSay one" not in second.stdout

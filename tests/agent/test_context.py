@@ -12,7 +12,7 @@ from memdir import ContextOverflowError, Origin, Store, ToolResult
 from memdir.agent import Compacted, ContextCleared
 from memdir.agent.compaction import memory_files_touched, plan_cut, summary_message
 from memdir.agent.context import clear_tool_results, estimate_message, estimate_text
-from memdir.agent.loop import MAX_COMPACT_ATTEMPTS
+from memdir.agent.managing import MAX_COMPACT_ATTEMPTS
 from memdir.agent.prompts import CLEARED, SUMMARY_SYSTEM
 from memdir.agent.transcript import Message, answer_pending, orphans
 from support.anthropic_server import FakeAnthropicServer, RecordedRequest, text_reply, tool_use_reply

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memdir import SessionError
-from memdir.agent.sessions import SessionLog, find_session, list_sessions, read_session, sessions_dir
+from memdir import DirectoryStore, SessionError
+from memdir.agent.sessions import SessionLog, find_session, list_sessions, read_session, sessions_dir, store_key
 from support.anthropic_server import FakeAnthropicServer, text_reply, tool_use_reply
 
 from .conftest import MakeAgent
@@ -122,3 +122,32 @@ def test_a_killed_turn_is_repaired_on_resume(tmp_path: Path, anthropic_server: F
     assert messages[2]["content"][0]["is_error"] is True
     assert messages[2]["content"][0]["content"].startswith("The session was interrupted")
     assert messages[3] == {"role": "user", "content": [{"type": "text", "text": "continue"}]}
+
+
+def test_sessions_belong_to_their_store_and_namespace(
+    anthropic_server: FakeAnthropicServer, make_agent: MakeAgent, tmp_path: Path
+) -> None:
+    anthropic_server.script(text_reply("on a"), text_reply("on b"), text_reply("on a, team"))
+    one, two = DirectoryStore(tmp_path / "a"), DirectoryStore(tmp_path / "b")
+    team = DirectoryStore(tmp_path / "a", namespace="team")
+    on_a = make_agent(target=one, store_url=str(tmp_path / "a"))
+    on_a.run("first")
+    on_b = make_agent(target=two, store_url=f"file://{tmp_path / 'b'}")
+    on_b.run("second")
+    on_team = make_agent(target=team, store_url=str(tmp_path / "a" / ".." / "a"))  # another spelling, same store
+    on_team.run("third")
+    a_key = store_key(str(tmp_path / "a"))
+    assert [s.id for s in list_sessions(store=a_key, namespace="default")] == [on_a.session_id]
+    assert [s.id for s in list_sessions(store=a_key, namespace="team")] == [on_team.session_id]
+    assert len(list_sessions()) == 3
+    # The latest of store b is b's, though store a's team session ran after it.
+    assert find_session("", store=store_key(str(tmp_path / "b")), namespace="default") == on_b.transcript_path
+    with pytest.raises(SessionError) as refused:
+        make_agent(target=two, store_url=str(tmp_path / "b"), resume=on_a.session_id)
+    assert str(refused.value) == (
+        f"session {on_a.session_id} ran on {a_key} (namespace default), not on this store "
+        f"({store_key(str(tmp_path / 'b'))}, namespace default): its transcript holds that store's memory. "
+        f"Resume it with --store {a_key}"
+    )
+    with pytest.raises(SessionError, match="there is no session to resume yet on this store"):
+        make_agent(target=DirectoryStore(tmp_path / "c"), store_url=str(tmp_path / "c"), resume="")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -118,13 +119,21 @@ def test_the_serve_command_prints_the_sign_in_token(layout: Layout, monkeypatch:
     from memdir.server import ServerConfig
 
     started: list[tuple[ServerConfig, int]] = []
-    monkeypatch.setattr(memdir.server, "serve", lambda config, workers: started.append((config, workers)))  # no server
-    result = CliRunner().invoke(cli, ["serve", "--claude-code", "--port", "9999", "--rate", "0"])
+
+    def serve(config: ServerConfig, workers: int, sock: socket.socket) -> None:  # no server: the command's socket
+        assert sock.getsockname()[1] == port
+        started.append((config, workers))
+
+    monkeypatch.setattr(memdir.server, "serve", serve)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(cli, ["serve", "--claude-code", "--port", str(port), "--rate", "0"])
     assert result.exit_code == 0, result.output
     ((config, workers),) = started
     assert workers == 1
-    assert (config.claude_code, config.port, config.rate, len(config.namespaces)) == (True, 9999, 0.0, 7)
+    assert (config.claude_code, config.port, config.rate, len(config.namespaces)) == (True, port, 0.0, 7)
     assert config.namespaces[store_id(layout.app_memory)] == f"claude-code:dir:{layout.app_memory}"
     token = result.stdout.strip()
     assert token.startswith("mdt_")
-    assert result.stderr.startswith("Serving 7 Claude Code memory directories on http://127.0.0.1:9999/ ;")
+    assert result.stderr.startswith(f"Serving 7 Claude Code memory directories on http://127.0.0.1:{port}/ ;")

@@ -16,11 +16,11 @@ from .helpers import Run
 
 @pytest.fixture
 def run() -> Run:
-    """``run(*args, store=URL, color=False)``: invoke the CLI, stdout and stderr kept apart."""
+    """``run(*args, store=URL, color=False, input=None)``: invoke the CLI, stdout and stderr kept apart."""
 
-    def invoke(*args: str, store: str | None = None, color: bool = False) -> Result:
+    def invoke(*args: str, store: str | None = None, color: bool = False, input: str | bytes | None = None) -> Result:
         argv = (["--store", store] if store is not None else []) + list(args)
-        return CliRunner().invoke(cli, argv, color=color)
+        return CliRunner().invoke(cli, argv, color=color, input=input)
 
     return invoke
 

@@ -357,7 +357,7 @@ def test_export_refuses_to_overwrite_without_the_flag(run: Run, tmp_path: Path) 
     result = run("export", str(tmp_path / "b.zip"), store="memory:")
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: b.zip already exists (choose another name, or overwrite it)\n",
+        f"Error: {tmp_path / 'b.zip'} already exists: choose another name, or pass --overwrite to replace it\n",
     )
     assert (tmp_path / "b.zip").read_bytes() == b"precious"
     assert run("export", "--overwrite", str(tmp_path / "b.zip"), store="memory:").exit_code == 0
@@ -368,3 +368,27 @@ def test_import_of_a_damaged_archive_is_one_line(run: Run, tmp_path: Path) -> No
     result = run("import", str(tmp_path / "b.zip"), store="memory:")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == "Error: the archive is not a readable zip file (File is not a zip file)\n"
+
+
+def test_archives_written_before_times_were_iso_8601_still_import(run: Run, tmp_path: Path) -> None:
+    """memdir 0.1 wrote each version's time as seconds since the epoch; such an archive imports unchanged."""
+    with open_store(f"sqlite://{tmp_path / 'a.db'}") as source:
+        source.write("/memories/a.md", b"one\n", origin=Origin("user"))
+        source.write("/memories/a.md", b"two\n", origin=Origin("user"))
+        times = [v.timestamp for v in source.log()]
+        export_namespace(source, tmp_path / "new.zip")
+    with zipfile.ZipFile(tmp_path / "new.zip") as new, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
+        for member in new.namelist():
+            data = new.read(member)
+            if member.endswith("versions.jsonl"):
+                records = [json.loads(line) for line in data.decode().splitlines()]
+                assert all(r["timestamp"].endswith("Z") for r in records)  # written as ISO 8601 now
+                data = "".join(
+                    json.dumps({**r, "timestamp": t}) + "\n" for r, t in zip(records, times, strict=True)
+                ).encode()
+            old.writestr(member, data)
+    copy = str(tmp_path / "copy")
+    assert run("import", str(tmp_path / "old.zip"), store=copy).exit_code == 0
+    with open_store(copy) as store:
+        assert [v.timestamp for v in store.log()] == times  # to the bit
+        assert store.read("/memories/a.md").content == b"two\n"

@@ -252,13 +252,18 @@ def test_other_namespaces_are_checked_too(run: Run, base: Path) -> None:
 
 def test_no_store_at_the_location(run: Run, tmp_path: Path) -> None:
     result = run("doctor", store=str(tmp_path))
-    assert (result.exit_code, result.stdout.splitlines()[1]) == (
-        1,
-        f"error   {tmp_path}: no memdir directory store at this location",
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: no store at {tmp_path} (check --store or MEMDIR_STORE; a writing command such as `memdir write` "
+        "creates it)\n"
     )
-    assert not (tmp_path / ".memdir").exists()  # the doctor creates no store
+    assert list(tmp_path.iterdir()) == []  # the doctor creates no store
     result = run("doctor", store=f"sqlite://{tmp_path / 'none.db'}")
-    assert result.stdout.splitlines()[1] == "error   none.db: no SQLite store at this location"
+    assert (result.exit_code, result.stderr.startswith(f"Error: no store at sqlite://{tmp_path / 'none.db'} ")) == (
+        1,
+        True,
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unknown_scheme_is_a_one_line_error(run: Run) -> None:

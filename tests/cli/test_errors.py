@@ -84,6 +84,7 @@ def test_an_unexpected_error_is_logged_not_shown(
         raise RuntimeError("/secret/host/path exploded")
 
     monkeypatch.setattr("memdir.cli._files.file_stats", explode)
+    open_store(sqlite_url).close()
     assert_one_line_error(run("ls", store=sqlite_url), "internal error (RuntimeError); see the memdir log")
     log = _isolated_home / "memdir.log"
     assert "Traceback" in log.read_text() and "/secret/host/path exploded" in log.read_text()
@@ -91,6 +92,7 @@ def test_an_unexpected_error_is_logged_not_shown(
 
 
 def test_the_log_is_not_created_when_nothing_goes_wrong(run: Run, sqlite_url: str, _isolated_home: Path) -> None:
+    open_store(sqlite_url).close()
     assert run("ls", store=sqlite_url).exit_code == 0
     assert not (_isolated_home / "memdir.log").exists()
 

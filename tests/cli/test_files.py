@@ -41,7 +41,7 @@ def test_ls_of_a_directory_or_a_file(run: Run, sqlite_url: str, seeded: Store) -
     )
 
 
-def test_ls_of_an_empty_store_prints_nothing(run: Run, sqlite_url: str) -> None:
+def test_ls_of_an_empty_store_prints_nothing(run: Run, sqlite_url: str, opened: Store) -> None:
     result = run("ls", store=sqlite_url)
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
 
@@ -118,7 +118,7 @@ def test_history_json(run: Run, sqlite_url: str, seeded: Store) -> None:
         "actor": "user",
         "session": None,
         "source": None,
-        "timestamp": 1700000240.0,
+        "timestamp": "2023-11-14T22:17:20Z",
         "sha256": MILK,
         "size": 5,
         "old_path": "/memories/todo.md",

@@ -13,9 +13,9 @@ COMMANDS = sorted(cli.commands)
 
 def test_the_command_set() -> None:
     assert COMMANDS == [
-        "audit", "cat", "chat", "claude-code", "diff", "doctor", "export", "gc", "history", "import", "init", "ls", "mcp",
-        "migrate", "migrate-store", "reindex", "restore", "review", "run", "scan", "search", "serve", "sessions", "show",
-        "sync", "token", "tool", "verify", "where"
+        "audit", "cat", "chat", "claude-code", "config", "diff", "doctor", "edit", "export", "gc", "history", "import",
+        "init", "ls", "mcp", "migrate", "migrate-store", "mv", "reindex", "restore", "review", "rm", "run", "scan",
+        "search", "serve", "sessions", "show", "sync", "token", "tool", "verify", "where", "write"
     ]  # fmt: skip
 
 
@@ -45,3 +45,21 @@ def test_the_commands_are_click_commands_with_docstrings() -> None:
         command = cli.commands[name]
         assert isinstance(command, click.Command)
         assert command.callback is not None and command.callback.__doc__
+
+
+def test_shell_completion_works_as_the_readme_says() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert 'eval "$(_MEMDIR_COMPLETE=bash_source memdir)"' in readme
+    env = {**os.environ, "_MEMDIR_COMPLETE": "bash_complete", "COMP_WORDS": "memdir wr", "COMP_CWORD": "1"}
+    done = subprocess.run([sys.executable, "-m", "memdir"], env=env, capture_output=True, text=True, check=False)
+    assert "plain,write" in done.stdout.splitlines()
+    script = subprocess.run(
+        [sys.executable, "-m", "memdir"], env={**os.environ, "_MEMDIR_COMPLETE": "bash_source"},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert "_memdir_completion()" in script.stdout

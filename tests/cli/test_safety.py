@@ -182,6 +182,7 @@ def test_gc_is_a_dry_run_until_apply(run: Run, sqlite_url: str, opened: Store, _
 
 def test_history_shows_the_source(run: Run, sqlite_url: str, opened: Store) -> None:
     opened.write("/memories/a.md", b"x")
+    opened.write("/memories/a.md", b"y")
     run("restore", "/memories/a.md", "1", store=sqlite_url)
     newest = run("history", "/memories/a.md", store=sqlite_url).stdout.splitlines()[0].split("\t")
     assert newest[2:4] + newest[-1:] == ["restore", "user", "restored from version 1"]

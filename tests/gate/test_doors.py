@@ -30,6 +30,7 @@ from mcp.types import TextContent
 
 from backends import LiveServer
 from memdir import MemoryTool, Origin, Store, open_store
+from memdir._wire import parse_time
 from memdir.archive import export_namespace
 from memdir.cli import cli
 from memdir.gate import Caller, GatedStore, Rules, review_queue
@@ -176,7 +177,11 @@ def test_version_replay_is_screened_and_recorded_as_the_caller(
     answer = http.post("/v1/versions", json={"version": forged, "content": content})
     assert answer.status_code == 200, answer.text
     recorded = answer.json()
-    assert recorded["actor"] == "user" and recorded["session"].startswith("token-") and recorded["timestamp"] > 1e9
+    assert (
+        recorded["actor"] == "user"
+        and recorded["session"].startswith("token-")
+        and parse_time(recorded["timestamp"]) > 1e9
+    )
     assert_nowhere(server_root, secret)
 
 

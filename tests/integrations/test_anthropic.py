@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import inspect
+import os
+import re
+import stat
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -677,3 +681,98 @@ def test_public_module_exports_a_sorted_complete_all() -> None:
     assert all(getattr(memdir.anthropic, name) is not None for name in names)
     public = {name for name in vars(memdir.anthropic) if not name.startswith("_") and name != "annotations"}
     assert public == set(names)
+
+
+# -- one implementation, the SDK's whole surface ------------------------------------------------------------------
+
+SDK_PAIRS = [
+    (BetaAbstractMemoryTool, MemoryTool),
+    (BetaAsyncAbstractMemoryTool, AsyncMemoryTool),
+    (BetaLocalFilesystemMemoryTool, LocalFilesystemMemoryTool),
+    (BetaAsyncLocalFilesystemMemoryTool, AsyncLocalFilesystemMemoryTool),
+]
+
+
+def methods(cls: type) -> dict[str, bool]:
+    """Every method a class offers (its own and inherited, private helpers too), each with whether it is async."""
+    found = {}
+    for name in dir(cls):
+        if name.startswith("__"):
+            continue
+        value = inspect.getattr_static(cls, name)
+        function = value.__func__ if isinstance(value, staticmethod | classmethod) else value
+        if callable(function):
+            found[name] = inspect.iscoroutinefunction(function)
+    return found
+
+
+@pytest.mark.parametrize(("sdk", "ours"), SDK_PAIRS, ids=lambda c: c.__name__)
+def test_every_method_of_the_sdks_class_is_there_and_as_async_as_the_sdks(sdk: type, ours: type) -> None:
+    theirs, mine = methods(sdk), methods(ours)
+    missing = sorted(set(theirs) - set(mine))
+    assert missing == [], f"{ours.__name__} lacks {missing} (the SDK's {sdk.__name__} has them)"
+    assert {name: mine[name] for name in theirs} == theirs  # async where the SDK's is, sync where it is not
+
+
+def test_the_sync_and_async_classes_offer_the_same_methods() -> None:
+    for sync, asynchronous in (
+        (MemoryTool, AsyncMemoryTool),
+        (LocalFilesystemMemoryTool, AsyncLocalFilesystemMemoryTool),
+    ):
+        commands = {"call", "execute", "view", "create", "str_replace", "insert", "delete", "rename", "clear_all_memory"}  # fmt: skip
+        assert {n for n, is_async in methods(asynchronous).items() if is_async} >= commands
+        assert not any(methods(sync)[name] for name in commands)
+    helpers = {"_validate_path", "_ensure_memory_root"}
+    assert helpers <= set(methods(LocalFilesystemMemoryTool)) and helpers <= set(
+        methods(AsyncLocalFilesystemMemoryTool)
+    )
+
+
+# The SDK's own tests (tests/lib/tools/memory_tools/test_filesystem.py) call these helpers directly.
+
+
+def test_memory_root_is_private_on_every_level_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)  # permissive: directories would be 0777 unless each level is set explicitly
+    try:
+        sync_base, async_base = tmp_path / "s" / "nested" / "memory", tmp_path / "a" / "nested" / "memory"
+        sync_tool = LocalFilesystemMemoryTool(base_path=str(sync_base))
+        async_tool = AsyncLocalFilesystemMemoryTool(base_path=str(async_base))
+        anyio.run(async_tool._ensure_memory_root)
+        sync_tool._ensure_memory_root()
+    finally:
+        os.umask(old)
+    for base, root in ((sync_base, Path(sync_tool.memory_root)), (async_base, Path(str(async_tool.memory_root)))):
+        for directory in (base.parent, base, root):
+            assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_validate_path_resolves_like_the_sdks_and_refuses_what_memdir_refuses(tmp_path: Path, kind: str) -> None:
+    tool: Any = (
+        LocalFilesystemMemoryTool(str(tmp_path)) if kind == "sync" else AsyncLocalFilesystemMemoryTool(str(tmp_path))
+    )
+
+    def validate(path: str) -> Path:
+        if kind == "sync":
+            return Path(tool._validate_path(path))
+        return Path(str(anyio.run(tool._validate_path, path)))
+
+    memories = tmp_path / "memories"
+    (memories / "legit").mkdir()
+    (memories / "legit" / "file.txt").write_text("content")
+    os.symlink(memories / "legit", memories / "link", target_is_directory=True)
+    resolved = validate("/memories/link/file.txt")  # the resolved location, never the swappable link
+    assert "link" not in str(resolved) and str((memories / "legit").resolve()) in str(resolved)
+    assert validate("/memories") == memories.resolve()
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    os.symlink(outside, memories / "escape", target_is_directory=True)
+    for path, words in [
+        ("/invalid/path.txt", "Path must start with /memories"),
+        ("/memories/../../../etc/passwd", "Path /memories/../../../etc/passwd would escape /memories directory"),
+        ("/memories/escape/secret.txt", "Path /memories/escape/secret.txt would escape /memories directory"),
+        ("/memoriesX/a.md", "Path must start with /memories, got: /memoriesX/a.md"),  # the SDK lets this one by
+        ("/memories/%2e%2e/x", "would escape /memories directory"),
+    ]:
+        with pytest.raises(ToolError, match=re.escape(words)):
+            validate(path)

@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 
 from memdir import MISSING, MemoryTool, Origin, Store, open_store, parse
 from memdir.integrations.mcp import INSTRUCTIONS, build_server
+from support.terminal import ctrl_c_on_a_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -152,6 +153,17 @@ async def test_the_tools_with_titles_and_annotations(client: Client) -> None:
         "memory_search": ("Search memory", True, False, True, False),
     }
     assert all(tool.description for tool in listed.values())
+
+
+async def test_docs_mcp_md_describes_every_tool_the_server_lists(client: Client) -> None:
+    listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    tools_table, annotations = docs.split("\n## The tools\n", 1)[1].split("### Annotations", 1)
+    assert sorted(re.findall(r"^\| `(memory_\w+)` \|", tools_table, flags=re.M)) == sorted(listed)
+    for name, tool in listed.items():
+        assert f"| `{name}` | {tool.title} | {'yes' if tool.annotations.read_only_hint else 'no'} |" in annotations  # type: ignore[union-attr]
+    count = {6: "six", 7: "seven", 8: "eight"}[len(listed)]
+    assert f"The client gets {count} tools" in docs
 
 
 async def test_input_schemas_say_types_and_what_is_required(client: Client) -> None:
@@ -522,3 +534,16 @@ async def test_search_errors_are_tool_errors(client: Client) -> None:
     assert await err(client, "memory_search", query='" OR NEAR(', limit="3") == (
         "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."
     )
+
+
+def test_on_a_terminal_it_says_what_it_waits_for_and_one_ctrl_c_ends_it(tmp_path: Path) -> None:
+    store = tmp_path / "memory"
+    env = {**os.environ, "MEMDIR_HOME": str(tmp_path / "home")}
+    argv = [sys.executable, "-m", "memdir", "mcp", "--store", str(store)]
+    shown, status = ctrl_c_on_a_terminal(argv, env, until=b"Ctrl-C ends it.")
+    assert shown.startswith(
+        f"Created a new store at {store}.\nmemdir mcp: serving {store} over stdio, waiting for an MCP client's "
+        "JSON-RPC messages on stdin.\n"
+    )
+    assert "memdir mcp: stopped." in shown and "Aborted!" not in shown
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 130

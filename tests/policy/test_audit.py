@@ -189,6 +189,7 @@ def test_the_cli_is_audited(url: str) -> None:
 
     with open_store(url) as store:
         store.write("/memories/a.md", b"hello\n")
+        store.write("/memories/a.md", b"bye\n")
     for args in (["cat", "/memories/a.md"], ["restore", "/memories/a.md", "1"], ["history", "/memories/a.md"]):
         assert CliRunner().invoke(cli, ["--store", url, *args]).exit_code == 0
     with open_store(url) as store:
@@ -198,7 +199,7 @@ def test_the_cli_is_audited(url: str) -> None:
         ("cli", "user", "restore", "/memories/a.md"),
         ("cli", "user", "history", "/memories/a.md"),
     ]
-    assert entries[0].sha256 == sha256_hex(b"hello\n")
+    assert entries[0].sha256 == sha256_hex(b"bye\n")
 
 
 def test_a_command_method_called_directly_is_recorded_once(store: Store) -> None:

@@ -130,8 +130,8 @@ def test_the_token_commands(tmp_path: Path) -> None:
     assert "not shown again" in created.stderr
     listed = runner.invoke(cli, ["token", "list", "--store", url]).stdout.splitlines()
     assert len(listed) == 1
-    token_id, namespace, label, _created, revoked, admin = listed[0].split("\t")
-    assert (namespace, label, revoked, admin) == ("alice", "laptop", "-", "-")
+    token_id, namespace, label, _created, expires, last_used, revoked, admin = listed[0].split("\t")
+    assert (namespace, label, expires, last_used, revoked, admin) == ("alice", "laptop", "never", "-", "-", "-")
     assert token not in runner.invoke(cli, ["token", "list", "--store", url, "--json"]).stdout
     revoked_out = runner.invoke(cli, ["--store", url, "token", "revoke", token_id])
     assert revoked_out.stdout == f"Revoked token {token_id} (namespace 'alice').\n"

@@ -90,7 +90,7 @@ def test_a_file_as_json_with_its_version_and_hash(http: httpx.Client) -> None:
         "media_type": "text/plain; charset=utf-8",
         "text": "one\ntwo\nthree\n",
     }
-    assert len(shown["sha256"]) == 64 and shown["modified"] > 0
+    assert len(shown["sha256"]) == 64 and shown["modified"].endswith("Z")
     assert "_content" not in shown
 
 

@@ -1,4 +1,4 @@
-"""The web page in headless Chromium (Debian's ``chromium``, driven by Playwright; `.ci/run` installs it).
+"""The web page in headless Chromium (Debian's ``chromium``, driven by Playwright; `.ci/setup` installs it).
 
 One person's session, screen by screen: sign in, open a file, edit it, meet a concurrent change, see the new
 version in the history with its side-by-side diff, restore the old one, approve a quarantined write, search, read
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from .helpers import tool
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/run installs it with apt-get)"
+    not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (.ci/setup installs it with apt-get)"
 )
 # Flags for a headless run that talks to nothing but the test server.
 CHROMIUM_ARGS = [
@@ -240,6 +241,8 @@ def meets_a_concurrent_change(page: Page, server: LiveServer, secret: str, scree
     expect(alert).to_contain_text("now at version 9")
     page.get_by_role("button", name="Show what changed").click()
     expect(page.locator("#edit-alert .diff-row.insert")).to_contain_text("(reviewed)")
+    # The tree is brought up to date too: it shows the version that is there now, not the one being edited.
+    expect(page.get_by_role("treeitem", name=re.compile(r"^preferences\.md, version 9"))).to_be_visible()
     screens.take(page, "conflict")
     assert "likes short summaries" not in content_of(server, secret, "/memories/preferences.md")
     page.once("dialog", lambda dialog: dialog.accept())  # "leave this edit?"
@@ -294,6 +297,7 @@ def searches(page: Page, screens: Screens) -> None:
     result.get_by_role("link").click()
     expect(page.get_by_role("heading", name="2026-dolomites.md", exact=True)).to_be_visible()
     expect(page.locator(".code li.hit").first).to_be_visible()
+    expect(page.get_by_role("searchbox", name="Search memory")).to_have_value("")  # the query belongs to its page
 
 
 def reads_the_audit_log(page: Page, screens: Screens) -> None:
@@ -309,7 +313,13 @@ def reads_the_audit_log(page: Page, screens: Screens) -> None:
     expect(page.locator("#integrity")).to_contain_text("files match their history")
     expect(page.locator("#integrity")).to_contain_text("History: ")  # the hash chains' lines, as `memdir verify`
     expect(page.locator("#integrity")).to_contain_text("intact")
+    assert fits(table)
     screens.take(page, "audit")
+
+
+def fits(region: Any) -> bool:
+    """Whether a scrollable region shows all of its content without scrolling sideways."""
+    return bool(region.evaluate("el => el.scrollWidth <= el.clientWidth"))
 
 
 # -- a phone ---------------------------------------------------------------------------------------------------------
@@ -410,3 +420,67 @@ def test_a_revoked_token_signs_the_page_out_at_once(browser: Browser, server: Li
     expect(page.get_by_role("heading", name="Sign in to memdir")).to_be_visible()
     expect(page.locator("#signin-error")).to_contain_text("no longer accepted")
     assert page.evaluate("sessionStorage.getItem('memdir.token')") is None
+
+
+# -- addresses, held writes, wide tables ---------------------------------------------------------------------------
+
+
+def test_a_path_in_the_address_is_checked_before_anything_is_requested(
+    browser: Browser, server: LiveServer, token: str
+) -> None:
+    page, watch = open_page(browser, server, DESKTOP)
+    sign_in(page, token)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(urllib.parse.urlsplit(request.url).path))
+    for address in (
+        "#/file?p=/../../v1/review/1",
+        "#/history?p=/memories/../../v1/review/1/approve",
+        "#/edit?p=/memories/./../../v1/audit",
+        "#/new?dir=/../../v1/review",
+        "#/file?p=/memories/.hidden",
+        "#/file?p=v1/review/1",
+    ):
+        page.evaluate(f"location.hash = {address!r}")
+        expect(page.locator("#main [role=alert]")).to_contain_text("Nothing was requested.")
+    expect(page.locator("#main [role=alert]")).to_contain_text("Path must start with /memories, got: v1/review/1")
+    page.evaluate("location.hash = '#/file?p=/../../v1/review/1'")
+    expect(page.locator("#main [role=alert]")).to_contain_text(
+        "Path must start with /memories, got: /../../v1/review/1"
+    )
+    page.evaluate("location.hash = '#/file?p=/memories/../x'")
+    expect(page.locator("#main [role=alert]")).to_contain_text("Path /memories/../x would escape /memories directory")
+    assert not [path for path in asked if path.startswith("/v1/review/") or path == "/v1/audit"], asked
+    assert all(path.startswith(("/v1/tree/memories", "/v1/review", "/v1/usage", "/static/")) for path in asked), asked
+    with api(server, token) as http:
+        assert http.get("/v1/review/1").json()["status"] == "pending"  # nothing was approved behind anyone's back
+    assert watch.problems == []
+
+
+def test_a_held_write_to_a_file_that_is_not_there_says_so(browser: Browser, server: LiveServer, token: str) -> None:
+    with api(server, token) as http:
+        held = tool(http, command="create", path="/memories/web.md", file_text=STEERING + "\n")
+        assert "held for review" in held["text"]
+    page, _watch = open_page(browser, server, DESKTOP)
+    sign_in(page, token)
+    page.get_by_role("link", name=re.compile("^Review")).click()
+    item = page.get_by_role("article", name="#2 create /memories/web.md")
+    expect(item.locator(".diff-head")).to_contain_text("− /memories/web.md: no such file now")
+    assert "− /memories/web.md now" not in item.locator(".diff-head").inner_text()
+    bank = page.get_by_role("article", name="#1 str_replace /memories/bank.md")
+    expect(bank.locator(".diff-head")).to_contain_text(
+        "− /memories/bank.md now (version 5)"
+    )  # versions count per namespace
+
+
+@pytest.mark.parametrize("width", [1280, 1400, 1920])
+def test_the_audit_table_fits_a_desktop_screen(browser: Browser, server: LiveServer, token: str, width: int) -> None:
+    with api(server, token) as http:  # long paths, sessions and findings: the widest rows the log holds
+        long = "/memories/projects/a-project-with-a-long-name/notes/2026/meeting-notes-with-the-whole-team.md"
+        http.post("/v1/tool", json={"command": "create", "path": long, "file_text": "x\n"},
+                  headers={"X-Memdir-Session": "session-" + "0123456789" * 4})  # fmt: skip
+    page, _watch = open_page(browser, server, {"width": width, "height": 900})
+    sign_in(page, token)
+    page.evaluate("location.hash = '#/audit'")
+    table = page.get_by_role("region", name="Audit entries")
+    expect(table.locator("tbody tr").first).to_be_visible()
+    assert fits(table), table.evaluate("el => [el.scrollWidth, el.clientWidth]")

@@ -48,10 +48,28 @@ def farm(pg_url: str, tmp_path: Path) -> Iterator[Any]:
         servers.stop()
 
 
-def start_load(farm: Any, tmp_path: Path, seconds: float = SECONDS) -> tuple[Any, Any]:
+def start_load(farm: Any, tmp_path: Path, seconds: float = SECONDS, *, stoppable: bool = False) -> tuple[Any, Any]:
     tokens = bench.prepare(farm, CLIENTS, 16)
-    workload = bench.Workload(farm.urls, tokens, CLIENTS, seconds)
+    stop_file = str(tmp_path / "stop-the-load") if stoppable else None
+    workload = bench.Workload(farm.urls, tokens, CLIENTS, seconds, stop_file=stop_file)
     return workload, bench.LoadClient(workload, tmp_path)
+
+
+def tool_requests(log: Path, *, after_last_start: bool = False) -> int:
+    """How many /v1/tool requests a server's JSON log shows (since it last became ready, or in all)."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    if after_last_start:
+        text = text.rsplit("memdir server ready", 1)[1] if "memdir server ready" in text else ""
+    return text.count('"route": "/v1/tool"')
+
+
+def wait_for(condition: Any, what: str, timeout: float = 120.0) -> None:
+    """Wait until ``condition()`` holds: the machine may be busy, so no fixed time is assumed."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting, after {timeout:.0f} s, for {what}")
+        time.sleep(0.05)
 
 
 def assert_all_accounted(farm: Any, pg_url: str, workload: Any, tally: Any) -> None:
@@ -73,19 +91,22 @@ def test_four_servers_under_mixed_load_lose_no_update(farm: Any, pg_url: str, tm
 
 
 def test_a_server_killed_mid_load_loses_and_duplicates_nothing(farm: Any, pg_url: str, tmp_path: Path) -> None:
-    workload, load = start_load(farm, tmp_path)
-    time.sleep(SECONDS / 3)
+    # The load runs until the test has seen what it needs (a load of fixed length could end, on a busy machine,
+    # before the restarted server is even up: "assert 0 > 10" below).
+    workload, load = start_load(farm, tmp_path, 600.0, stoppable=True)
+    log = tmp_path / "server-1.log"
+    wait_for(lambda: tool_requests(log) > 50, "server 1 to be busy with the load")
     farm.kill(1)  # requests in flight die with it; its clients retry elsewhere with the same keys
-    time.sleep(2)
-    farm.start(1)  # back on the same port
+    farm.start(1)  # back on the same port (start waits until it answers)
     restarted = time.monotonic()
+    wait_for(lambda: tool_requests(log, after_last_start=True) > 50, "the restarted server's clients to come back")
+    load.stop()
     tally = load.wait(SECONDS + 120)
     assert_all_accounted(farm, pg_url, workload, tally)
     assert set(tally.statuses) == {"200"}  # the clients saw broken connections, never an error answer
     assert tally.broken and tally.retried > 0, "the kill should have broken connections"
     # Its clients came back to it: the restarted server's log has their requests.
-    log = (tmp_path / "server-1.log").read_text().rsplit("memdir server ready", 1)[1]
-    assert log.count('"route": "/v1/tool"') > 10
+    assert tool_requests(log, after_last_start=True) > 10
     assert sum(1 for t in tally.done_at if tally.started + t > restarted) > 100
 
 

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from memdir import open_store
 from memdir.cli import cli
 from memdir.server.tokens import TokenRegistry
+from support.terminal import ctrl_c_on_a_terminal
 
 from .helpers import read_response
 
@@ -91,9 +92,9 @@ def served(store_url: str, token: str, tmp_path: Path) -> Iterator[Served]:
     stop(running)
 
 
-# After a graceful shutdown uvicorn re-raises the signal it caught, so the exit reads as that signal's (as
-# service managers expect of a process stopped by SIGTERM).
-STOPPED = (0, -signal.SIGTERM)
+# After a graceful shutdown the process ends by the signal it caught, so the exit reads as that signal's (as
+# service managers expect of a process stopped by SIGTERM), with one worker or several.
+STOPPED = (-signal.SIGTERM,)
 
 
 def stop(running: Served) -> int:
@@ -190,3 +191,63 @@ def test_serve_refuses_a_store_it_cannot_serve(tmp_path: Path) -> None:
     assert memory.exit_code == 1 and "memory: store lives in one process" in memory.stderr
     bogus = runner.invoke(cli, ["--store", "bogus:x", "serve"])
     assert bogus.exit_code == 1 and "unknown store URL scheme 'bogus'" in bogus.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_ends_it_with_the_signals_status(store_url: str, token: str, tmp_path: Path, workers: str) -> None:
+    running = start(store_url, tmp_path, "--workers", workers)
+    running.process.send_signal(signal.SIGINT)
+    assert running.process.wait(60) == -signal.SIGINT  # a shell shows 130, as docs/http.md says
+    assert "memdir server stopped; stores closed" in [r["message"] for r in running.records()]
+
+
+def test_request_records_go_to_stderr_and_never_into_the_log_file(served: Served, token: str, tmp_path: Path) -> None:
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {token}"}) as http:
+        for _ in range(5):
+            http.get("/v1/whoami")
+    assert stop(served) in STOPPED
+    assert len([r for r in served.requests() if r["route"] == "/v1/whoami"]) == 5
+    assert not (tmp_path / "home" / "memdir.log").exists()  # it is for problems, and there were none
+
+
+def test_a_port_in_use_is_one_clear_line(store_url: str, token: str, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "MEMDIR_HOME": str(tmp_path / "home")}
+        command = [sys.executable, "-m", "memdir", "--store", store_url, "serve", "--port", str(port)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"Error: port {port} on 127.0.0.1 is already in use (another memdir serve?): stop it, or choose another "
+        "port with --port\n"
+    )
+
+
+def on_a_terminal(store_url: str, tmp_path: Path) -> str:
+    """What ``memdir serve`` tells a person at a terminal, up to the moment it is ready; then Ctrl-C."""
+    env = {**os.environ, "MEMDIR_HOME": str(tmp_path / "home")}
+    argv = [sys.executable, "-m", "memdir", "--store", store_url, "serve", "--port", str(free_port())]
+    shown, status = ctrl_c_on_a_terminal(argv, env, until=b"memdir server ready")
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT
+    return shown
+
+
+def test_on_a_terminal_it_says_where_to_open_it_and_warns_when_nobody_can_sign_in(
+    store_url: str, tmp_path: Path
+) -> None:
+    shown = on_a_terminal(store_url, tmp_path)
+    assert shown.startswith(f"Created a new store at {store_url}.\nmemdir serve: open http://127.0.0.1:")
+    assert "/ in a browser and sign in with a token (0 tokens in this store)." in shown
+    assert f"  Make a token:  memdir --store {store_url} token create --namespace NAME\n" in shown
+    assert "/mcp        Ctrl-C stops the server." in shown
+    assert (
+        f"Warning: this store has no tokens yet, so nobody can sign in. Make one: memdir --store {store_url} token "
+        "create --namespace default"
+    ) in shown
+
+
+def test_on_a_terminal_with_tokens_there_is_no_warning(store_url: str, token: str, tmp_path: Path) -> None:
+    shown = on_a_terminal(store_url, tmp_path)
+    assert "(1 token in this store)." in shown and "Warning" not in shown and "Created" not in shown

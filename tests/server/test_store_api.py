@@ -6,11 +6,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import re
 import time
 import zipfile
 
 import httpx
 import pytest
+
+from memdir._wire import parse_time
 
 from .conftest import Client
 from .helpers import error_of
@@ -37,7 +40,8 @@ def test_write_then_read_with_the_version_in_the_headers(http: httpx.Client) -> 
     assert read.headers["content-type"] == "application/octet-stream"
     assert (read.headers["etag"], read.headers["x-memdir-version"]) == ('"1"', "1")
     assert read.headers["x-memdir-sha256"] == version["sha256"]
-    assert float(read.headers["x-memdir-modified"]) == version["timestamp"]
+    assert read.headers["x-memdir-modified"] == version["timestamp"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", version["timestamp"])  # ISO 8601, UTC
 
 
 def test_preconditions_and_their_errors(http: httpx.Client) -> None:
@@ -156,7 +160,11 @@ def test_a_version_from_elsewhere_is_replayed_as_the_callers_now(http: httpx.Cli
         record["sha256"],
         2,
     )
-    assert replayed["actor"] == "user" and replayed["session"].startswith("token-") and replayed["timestamp"] >= before
+    # The time is answered in ISO 8601; a record may carry its own as ISO 8601 or, as before, as seconds.
+    assert replayed["actor"] == "user" and replayed["session"].startswith("token-")
+    assert parse_time(replayed["timestamp"]) >= before and replayed["timestamp"].endswith("Z")
+    iso_record = {**record, "timestamp": "2023-11-14T22:14:20Z"}
+    assert http.post("/v1/versions", json={**body, "version": iso_record}).status_code == 200
     assert http.get("/v1/files/memories/a.md").content == b"hi"
     assert error_of(http.post("/v1/versions", json={**body, "content": "not base64!"})) == (400, "invalid_request")
     bad_path = {**body, "version": {**record, "path": "/memories/../x"}}

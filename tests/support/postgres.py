@@ -43,7 +43,7 @@ def find_bin_dir() -> Path:
         glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(re.sub(r"\D", "", p.split("/")[4]) or 0)
     )
     if not found:
-        raise RuntimeError("PostgreSQL is not installed (no initdb): run .ci/run, or apt-get install postgresql")
+        raise RuntimeError("PostgreSQL is not installed (no initdb): run .ci/setup, or apt-get install postgresql")
     return Path(found[-1]).parent
 
 

@@ -3,7 +3,9 @@ fresh process can answer from memory without the model calling a tool first.
 
 In order, inside one block marked as memory from earlier sessions (not instructions from the user):
 
-1. ``/memories/MEMORY.md`` if it exists: its first 200 lines or 25 KB, whichever comes first (SPEC.md);
+1. ``/memories/MEMORY.md`` if it exists and auto memory is on: its first 200 lines or 25 KB, whichever comes
+   first (SPEC.md). With auto memory off the index is not loaded at all (nor as one of the files of (4)): off
+   means off;
 2. the state of long-running work, when there is some (`memdir.agent.longrun`): the progress log, the feature
    checklist and the scripts file, each whole (one over 5,000 tokens only as a reference line);
 3. the listing of ``/memories``, exactly as the memory tool's ``view`` shows it;
@@ -60,18 +62,21 @@ class Backfill:
         return estimate_text(self.text)
 
 
-def load_backfill(tool: MemoryTool, budget: int = 2_000, *, files: Sequence[str] | None = None) -> Backfill | None:
+def load_backfill(
+    tool: MemoryTool, budget: int = 2_000, *, files: Sequence[str] | None = None, index: bool = True
+) -> Backfill | None:
     """The backfill for the store behind ``tool`` (None when the memory directory is empty). ``files``: the
-    memory paths to read again after a compaction, newest first (see the module docstring)."""
+    memory paths to read again after a compaction, newest first (see the module docstring). ``index``: whether
+    auto memory's index (MEMORY.md) is loaded."""
     entries = tool.store.list_files(MemoryPath.root())
     if not entries:
         return None
     sections: list[str] = []
     items: list[tuple[str, int]] = []
     by_path = {e.path: e for e in entries}
-    index = by_path.get(INDEX)
-    if index is not None:
-        _add(sections, items, "MEMORY.md", _index_section(tool, index))
+    found = by_path.get(INDEX) if index else None
+    if found is not None:
+        _add(sections, items, "MEMORY.md", _index_section(tool, found))
     for entry in (by_path[p] for p in PINNED if p in by_path):
         _add(sections, items, entry.path.name, _bounded_section(tool, entry))
     _add(sections, items, "the listing of /memories", "## Listing of /memories\n" + tool.listing(entries).text)

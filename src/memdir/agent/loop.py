@@ -1,4 +1,5 @@
-"""The agent: a tool loop over any `Provider`, with memory backfill, context management, sessions and hooks.
+"""The agent: a tool loop over any `Provider`, with memory backfill, sessions and hooks; context management (clearing
+and compaction) is its mixin in `memdir.agent.managing`.
 
     >>> agent = memdir.Agent(store=memdir.open_store("~/memory"), model="claude-sonnet-5-5")
     >>> agent.run("Remember that I prefer email.").answer
@@ -17,18 +18,17 @@ import datetime as dt
 import logging
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..automemory import AutoMemoryConfig, load_auto_memory
-from ..errors import ConfigError, ContextOverflowError, MaxTurnsError, MemdirError, PathError
+from ..errors import ConfigError, MaxTurnsError, MemdirError, PathError
 from ..paths import parse
 from ..project import project_root as find_root
 from ..store import Origin, Store
 from ..tool import ToolResult
-from . import compaction, prompts
+from . import prompts
 from .backfill import Backfill, load_backfill
-from .context import CONTEXT_BETAS, TokenCounter, clear_tool_results, estimate_text, estimate_tools, native_edits
+from .context import CONTEXT_BETAS, TokenCounter, native_edits
 from .delegate import DELEGATE, delegate_tool
 from .events import (
     AgentResult,
@@ -37,22 +37,21 @@ from .events import (
     ContextCleared,
     Event,
     Finished,
-    HookRan,
     InstructionsLoaded,
-    Notice,
     TextDelta,
     ToolCalled,
     ToolFinished,
     Usage,
 )
-from .hooks import HookCallable, HookOutcome, Hooks
+from .hooks import HookCallable, Hooks
 from .instructions import Instructions, load_instructions
 from .longrun import PROGRESS
+from .managing import ContextManagement, ContextReport, hook_events
 from .providers import Provider, Reply, Request, open_provider
-from .sessions import SessionLog, find_session, new_session_id, sessions_dir
+from .sessions import SessionLog, find_session, new_session_id, sessions_dir, store_key, store_label
 from .settings import AgentSettings
 from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_path, memory_tools, search_tools
-from .transcript import INTERRUPTED, Block, Message, answer_pending, blocks, text_block, text_of, tool_uses, user
+from .transcript import INTERRUPTED, Block, Message, answer_pending, text_block, text_of, tool_uses, user
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -62,29 +61,12 @@ __all__ = ["Agent", "ContextReport"]
 log = logging.getLogger("memdir.agent")
 
 CANCELLED = "The user cancelled this tool call before it finished; it may or may not have taken effect."
-MAX_COMPACT_ATTEMPTS = 3
 HookSpec = HookCallable | str | Mapping[str, Any]
 """A hook given to `Agent`: a callable, a shell command, or a settings-style ``{command, matcher?, timeout?}``."""
 ExtraTool = ToolSpec | tuple[Mapping[str, Any], Mapping[str, Any] | None, Callable[[dict[str, Any]], ToolResult]]
 
 
-@dataclass(frozen=True)
-class ContextReport:
-    """Token use by category (estimates), and the API's exact total when it has a count endpoint."""
-
-    system: int
-    tools: int
-    memory: int
-    messages: int
-    exact: int | None
-    limit: int
-
-    @property
-    def total(self) -> int:
-        return self.system + self.tools + self.memory + self.messages
-
-
-class Agent:
+class Agent(ContextManagement):
     """A memory-backed agent over ``store``. Options are `AgentSettings` fields (``max_turns=10``,
     ``context="client"``...), applied over ``settings`` (defaults when None; the CLI passes the merged
     settings files). ``resume`` continues a session (an id, a prefix of one, or "" for the latest);
@@ -95,7 +77,8 @@ class Agent:
     prompt guidance. ``project_root`` is where the instructions file is looked for (default: the git worktree
     of the current directory, else the directory). ``memory=False`` offers no memory tool and ``subagent``
     (a name) marks a sub-agent, which gets no auto-memory guidance and no ``delegate`` tool: both are how
-    `memdir.agent.delegate` builds sub-agents."""
+    `memdir.agent.delegate` builds sub-agents. ``close_provider=True`` makes `close` close a ``provider`` passed in
+    (one the agent opened itself it always closes)."""
 
     def __init__(
         self,
@@ -113,6 +96,7 @@ class Agent:
         project_root: Path | None = None,
         memory: bool = True,
         subagent: str | None = None,
+        close_provider: bool | None = None,
         **options: Any,
     ) -> None:
         self.settings = (settings or AgentSettings()).replace(model=model, **options)
@@ -120,8 +104,11 @@ class Agent:
             self.settings = self.settings.replace(provider=provider.name)
         self.store = store
         self.store_url = store_url
+        # Which store this is, one spelling per store: sessions belong to it (memdir.agent.sessions).
+        self.store_key = store_key(store_url) if store_url else store_label(store)
         self.provider = provider or open_provider(self.settings)
-        self._owns_provider = provider is None  # one we opened, we close
+        # One we opened, we close; one passed in belongs to the caller unless it says otherwise.
+        self._owns_provider = provider is None if close_provider is None else close_provider
         self.model = self.settings.model_name
         self._check_mode()
         self.hooks = _hooks(hooks, self.settings)
@@ -175,9 +162,13 @@ class Agent:
             self.session_id = new_session_id()
             self._source = "startup"
             return
-        self._log, state = SessionLog.resume(find_session(resume, self._sessions_dir or None))
+        self._log, state = SessionLog.resume(self._find_session(resume))
         self.session_id, self.messages, self.turns, self.usage = state.id, state.messages, state.turns, state.usage
         self._source = "resume"
+
+    def _find_session(self, ref: str) -> Path:
+        """A session of this store and namespace (the latest one for "")."""
+        return find_session(ref, self._sessions_dir or None, store=self.store_key, namespace=self.store.namespace)
 
     def _header(self) -> dict[str, Any]:
         return {
@@ -185,7 +176,7 @@ class Agent:
             "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "provider": self.provider.name,
             "model": self.model,
-            "store": self.store_url,
+            "store": self.store_key,
             "namespace": self.store.namespace,
             "cwd": os.getcwd(),
         }
@@ -287,7 +278,9 @@ class Agent:
                 blocks += self.instructions.blocks
         if self.settings.backfill:
             files = list(reversed(self._touched)) if reloaded else None
-            self.backfill = load_backfill(self.memory.tool, self.settings.backfill_tokens, files=files)
+            self.backfill = load_backfill(
+                self.memory.tool, self.settings.backfill_tokens, files=files, index=self.auto_memory.enabled
+            )
             if self.backfill is not None:
                 for name, tokens in self.backfill.items:
                     yield BackfillLoaded(name, tokens, reloaded)
@@ -296,7 +289,7 @@ class Agent:
 
     def _session_start(self, source: str) -> Iterator[Event]:
         outcomes = self.hooks.run("SessionStart", {**self._payload(), "source": source}, match=source)
-        yield from _hook_events(outcomes)
+        yield from hook_events(outcomes)
         for outcome in outcomes:
             if outcome.ok and outcome.output.strip():
                 text = prompts.HOOK_CONTEXT.format(event="SessionStart", source=source, text=outcome.output.strip())
@@ -376,7 +369,7 @@ class Agent:
             if block.get("type") == "compaction" and block.get("content"):
                 summary = str(block["content"])
                 yield Compacted(0, summary, native=True)
-                yield from _hook_events(
+                yield from hook_events(
                     self.hooks.run(
                         "PostCompact", {**self._payload(), "trigger": "auto", "compact_summary": summary}, match="auto"
                     )
@@ -436,107 +429,12 @@ class Agent:
     def _stop_blocked(self, answer: str, turns: int) -> Generator[Event, None, bool]:
         payload = {**self._payload(), "answer": answer, "turns": turns, "stop_hook_active": False}
         outcomes = self.hooks.run("Stop", payload)
-        yield from _hook_events(outcomes)
+        yield from hook_events(outcomes)
         reasons = [o.reason for o in outcomes if o.blocked]
         if not reasons:
             return False
         self._append(user(text_block(f"[Stop hook] {' '.join(reasons)}")))
         return True
-
-    # -- context management ---------------------------------------------------------------------------------
-
-    def _manage_context(self) -> Iterator[Event]:
-        if self.settings.context_mode != "client":
-            return
-        settings = self.settings
-        tokens = self.counter.count(self.request(), near=min(settings.clear_at, settings.compact_at))
-        if tokens >= settings.clear_at:
-            tokens -= yield from self._clear()
-        if tokens >= settings.compact_at:
-            yield from self.compact(focus=settings.compact_instructions, trigger="auto")
-
-    def _compact_instructions(self) -> str | None:
-        """What steers a summary: the ``compact_instructions`` setting and the ``## Compact Instructions``
-        section of the instructions file (as loaded at the start or after the last compaction)."""
-        found = self.instructions.compact_instructions if self.instructions is not None else None
-        parts = [p for p in (self.settings.compact_instructions, found) if p]
-        return "\n\n".join(parts) or None
-
-    def _clear(self) -> Generator[Event, None, int]:
-        cleared = clear_tool_results(
-            self.messages,
-            keep=self.settings.keep_tool_uses,
-            exclude=self.settings.exclude_tools,
-            protected=self._protected,
-        )
-        if not cleared.ids or cleared.tokens < (self.settings.clear_at_least or 1):
-            return 0
-        self.messages = cleared.messages
-        self._record({"type": "clear", "results": cleared.ids})
-        yield ContextCleared(len(cleared.ids), cleared.tokens)
-        return cleared.tokens
-
-    def _protected(self, name: str, tool_input: dict[str, Any]) -> bool:
-        spec = self._by_name.get(name)
-        return spec is not None and spec.trust == "memory" and spec.writes(tool_input)
-
-    def compact(self, focus: str | None = None, *, trigger: str = "manual") -> Generator[Event, None, None]:
-        """Summarise the older history now (``/compact``), keeping the recent turns. With ``trigger="auto"``
-        it retries with fewer kept turns until the context is under ``compact_at``, then gives up with
-        `ContextOverflowError`."""
-        self.repair()
-        payload = {**self._payload(), "trigger": trigger, "custom_instructions": focus, "messages": len(self.messages)}
-        outcomes = self.hooks.run("PreCompact", payload, match=trigger)
-        yield from _hook_events(outcomes)
-        if any(o.blocked for o in outcomes):
-            yield Notice("[context] compaction blocked by a PreCompact hook")
-            return
-        compacted = False
-        for keep in _keep_plan(self.settings.keep_recent):
-            if not (yield from self._compact_once(keep, focus, trigger)):
-                continue  # too few turns to keep this many: try keeping fewer
-            compacted = True
-            if trigger != "auto" or self._under_compact_limit():
-                return
-        if trigger == "auto":
-            raise ContextOverflowError(self._overflow_text())
-        if not compacted:
-            yield Notice("[context] nothing to compact yet")
-
-    def _under_compact_limit(self) -> bool:
-        limit = self.settings.compact_at
-        return self.counter.count(self.request(), near=limit) < limit
-
-    def _compact_once(self, keep: int, focus: str | None, trigger: str) -> Generator[Event, None, bool]:
-        cut = compaction.plan_cut(self.messages, keep)
-        if cut is None:
-            return False
-        head, tail = self.messages[:cut], self.messages[cut:]
-        found = self.instructions.compact_instructions if self.instructions is not None else None
-        reply = compaction.summarise(self.provider, self.model, head, focus, found)
-        self.usage.add(reply.usage)
-        self._record({"type": "usage", "usage": reply.usage.as_dict()})
-        summary = text_of({"role": "assistant", "content": reply.content})
-        yield from self._load_context(reloaded=True)
-        yield from self._session_start("compact")
-        first = compaction.summary_message(summary, compaction.memory_files_touched(head), self._take_pending())
-        if tail and tail[0].get("role") == "user":
-            first, tail = {"role": "user", "content": [*blocks(first), *blocks(tail[0])]}, tail[1:]
-        self.messages = [first, *tail]
-        self._record({"type": "reset", "reason": "compact", "messages": self.messages})
-        yield Compacted(len(head), summary, trigger=trigger)
-        payload = {**self._payload(), "trigger": trigger, "compact_summary": summary}
-        yield from _hook_events(self.hooks.run("PostCompact", payload, match=trigger))
-        return True
-
-    def _overflow_text(self) -> str:
-        tokens = self.counter.estimate(self.request())
-        largest = max((self.counter.message(m) for m in self.messages), default=0)
-        return (
-            f"the context is still about {tokens:,} tokens after {MAX_COMPACT_ATTEMPTS} compaction attempts "
-            f"(compact_at is {self.settings.compact_at:,}): one message alone is about {largest:,} tokens; "
-            "shorten it or raise --compact-at"
-        )
 
     # -- chat commands -------------------------------------------------------------------------------------
 
@@ -554,7 +452,7 @@ class Agent:
 
     def resume(self, ref: str = "") -> None:
         """Switch to another session (an id, a prefix, or "" for the latest) and continue it."""
-        find_session(ref, self._sessions_dir or None)  # an unknown session fails before anything changes
+        self._find_session(ref)  # an unknown session, or another store's, fails before anything changes
         self._close_log()
         self.messages, self._pending, self._touched = [], [], {}
         self._open_session(ref)
@@ -566,26 +464,6 @@ class Agent:
     def _memory_tool_names(self) -> set[str]:
         """The tools `_tools` makes itself (rebuilt for a new session), as opposed to the caller's extras."""
         return {t.name for t in self.tools if t.trust == "memory" or t.name in ("memory_search", DELEGATE)}
-
-    def context_report(self) -> ContextReport:
-        """Token use by category: system prompt, tool definitions, memory loaded at start, the conversation."""
-        native = self.provider.name == "anthropic"
-        memory = sum(
-            estimate_text(str(b.get("text", "")))
-            for m in self.messages
-            for b in blocks(m)
-            if b.get("type") == "text" and str(b.get("text", "")).startswith(prompts.BACKFILL_OPEN[:20])
-        )
-        messages = self.counter.messages(self.messages) - memory
-        exact = self.provider.count_tokens(self.request()) if self.messages else None
-        return ContextReport(
-            system=estimate_text(self.system),
-            tools=estimate_tools(self.tools, native),
-            memory=memory,
-            messages=max(messages, 0),
-            exact=exact,
-            limit=self.settings.compact_at,
-        )
 
     def wrap_up(self) -> Iterator[Event]:
         """Before a session of long-running work ends (``memdir run`` after its task, ``memdir chat`` at exit):
@@ -665,20 +543,9 @@ def _normal(raw: object) -> list[str]:
     return [] if path.is_root else [path.virtual]
 
 
-def _hook_events(outcomes: list[HookOutcome]) -> Iterator[Event]:
-    for outcome in outcomes:
-        yield HookRan(outcome.event, outcome.name, outcome.ok, outcome.detail)
-
-
 def _result_block(tool_use_id: str, result: ToolResult) -> Block:
     block: Block = {"type": "tool_result", "tool_use_id": tool_use_id}
     block["content"] = list(result.content) if result.content else result.text
     if result.is_error:
         block["is_error"] = True
     return block
-
-
-def _keep_plan(keep_recent: int) -> list[int]:
-    """Fewer kept units on each attempt: e.g. 4, 2, 1."""
-    plan = [max(keep_recent, 1), max(keep_recent // 2, 1), 1]
-    return list(dict.fromkeys(plan))[:MAX_COMPACT_ATTEMPTS]

@@ -14,6 +14,11 @@ records rebuilds the transcript exactly, which is what ``--resume`` continues:
 - ``{"type": "usage", "usage": {...}}`` tokens spent outside the conversation (a compaction summary)
 
 Files are ``0600`` and the directory ``0700``: transcripts hold memory contents and whatever the user said.
+
+A session belongs to the store and namespace it ran on (the header's ``store``, a canonical URL from `store_key`,
+and ``namespace``): `list_sessions` and `find_session` take them to see only that store's sessions, and resuming
+a session of another store is refused (its transcript holds what that store's memory said). A session recorded
+without a store (by a library agent before memdir 0.2) can still be resumed by its id.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ import datetime as dt
 import json
 import os
 import secrets
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config import data_dir
-from ..errors import SessionError
+from ..errors import MemdirError, SessionError
+from ..store import redact_url, url_scheme
 from .context import apply_cleared
 from .events import Usage
 
@@ -35,9 +42,19 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from ..store import Store
     from .transcript import Message
 
-__all__ = ["SessionInfo", "SessionLog", "SessionState", "find_session", "list_sessions", "sessions_dir"]
+__all__ = [
+    "SessionInfo",
+    "SessionLog",
+    "SessionState",
+    "find_session",
+    "list_sessions",
+    "sessions_dir",
+    "store_key",
+    "store_label",
+]
 
 VERSION = 1
 LATEST = "latest"  # holds the id of the session started or resumed last
@@ -45,6 +62,38 @@ LATEST = "latest"  # holds the id of the session started or resumed last
 
 def sessions_dir() -> Path:
     return data_dir() / "sessions"
+
+
+def store_key(url: str, cwd: str | None = None) -> str:
+    """The store a URL names, spelled one way, so that ``~/memory``, ``./memory`` and ``/home/me/memory`` are one
+    store: paths made absolute (relative to ``cwd``, default the current directory) and resolved, a server's URL
+    without its token, a database URL without its password."""
+    try:
+        scheme = url_scheme(url)
+    except MemdirError:
+        return url
+    if scheme in (None, "file", "sqlite"):
+        rest = url if scheme is None else url.split(":", 1)[1]
+        path = rest[2:] if scheme is not None and rest.startswith("//") else rest
+        full = os.path.join(cwd or os.getcwd(), os.path.expanduser(path))
+        return f"{'sqlite' if scheme == 'sqlite' else 'file'}://{os.path.realpath(full)}"
+    if scheme in ("http", "https"):
+        parts = urllib.parse.urlsplit(url)
+        host = parts.netloc.rpartition("@")[2].lower()
+        return urllib.parse.urlunsplit((scheme, host, parts.path.rstrip("/"), "", ""))
+    return redact_url(url)
+
+
+def store_label(store: Store) -> str:
+    """A `store_key` for a store given without its URL (a program's own `Agent(store)`)."""
+    for attr in ("url", "path", "base"):  # RemoteStore/PostgresStore, SQLiteStore, DirectoryStore
+        value = getattr(store, attr, None)
+        if value is not None:
+            prefix = {"path": "sqlite://", "base": ""}.get(attr, "")
+            return store_key(f"{prefix}{value}")
+    # One object in one process (an unnamed memory store, say): nothing else can share it. Spelled as a URL of a
+    # scheme, so that store_key leaves it as it is.
+    return f"memory:@{type(store).__name__}-{id(store):x}"
 
 
 def new_session_id() -> str:
@@ -89,6 +138,12 @@ class SessionInfo:
     tokens: int
     first_prompt: str
     path: Path
+    store: str | None = None  # `store_key` of the store it ran on; None when it was not recorded
+    namespace: str | None = None
+
+    def belongs_to(self, store: str | None, namespace: str | None) -> bool:
+        """Whether it ran on ``store`` and ``namespace`` (None: any)."""
+        return (store is None or self.store == store) and (namespace is None or self.namespace == namespace)
 
 
 class SessionLog:
@@ -174,32 +229,69 @@ def _record(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def list_sessions(directory: Path | None = None) -> list[SessionInfo]:
-    """Every readable session, newest first."""
+def list_sessions(
+    directory: Path | None = None, *, store: str | None = None, namespace: str | None = None
+) -> list[SessionInfo]:
+    """Every readable session, newest first; with ``store`` (a `store_key`) and ``namespace``, only theirs."""
     found: list[SessionInfo] = []
     for path in _files(directory or sessions_dir()):
         with contextlib.suppress(SessionError):
-            state = read_session(path)
-            started = str(state.header.get("started", ""))
-            found.append(SessionInfo(state.id, started, state.turns, state.usage.total, state.first_prompt, path))
+            info = _info(path, read_session(path))
+            if info.belongs_to(store, namespace):
+                found.append(info)
     return sorted(found, key=lambda s: (s.started, s.id), reverse=True)
 
 
-def find_session(ref: str | None, directory: Path | None = None) -> Path:
-    """The transcript ``ref`` names: an id or a unique prefix of one; empty or None for the latest used."""
+def _info(path: Path, state: SessionState) -> SessionInfo:
+    header = state.header
+    recorded = header.get("store")
+    cwd = header.get("cwd")
+    where = store_key(str(recorded), str(cwd) if cwd else None) if recorded else None
+    namespace = header.get("namespace")
+    started = str(header.get("started", ""))
+    return SessionInfo(
+        state.id, started, state.turns, state.usage.total, state.first_prompt, path, where,
+        None if namespace is None else str(namespace),
+    )  # fmt: skip
+
+
+def find_session(
+    ref: str | None, directory: Path | None = None, *, store: str | None = None, namespace: str | None = None
+) -> Path:
+    """The transcript ``ref`` names: an id or a unique prefix of one; empty or None for the latest used. With
+    ``store`` and ``namespace``, the latest is the latest of theirs, and a session of another store or namespace
+    is refused (`SessionError` saying which store it belongs to)."""
     files = list(_files(directory or sessions_dir()))
-    if not files:
-        raise SessionError("there is no session to resume yet")
     if not ref or ref == "latest":
-        return _latest(files)
+        return _latest(files, store, namespace)
     matches = [p for p in files if p.stem == ref] or [p for p in files if p.stem.startswith(ref)]
     if len(matches) != 1:
         why = "no session" if not matches else f"{len(matches)} sessions"
         raise SessionError(f"{why} match {ref!r}; `memdir sessions` lists them")
+    _check_belongs(matches[0], store, namespace)
     return matches[0]
 
 
-def _latest(files: list[Path]) -> Path:
+def _check_belongs(path: Path, store: str | None, namespace: str | None) -> None:
+    info = _info(path, read_session(path))
+    if info.store is None or info.belongs_to(store, namespace):
+        return  # recorded without its store: whoever names it by id decides
+    raise SessionError(
+        f"session {info.id} ran on {info.store} (namespace {info.namespace}), not on this store "
+        f"({store}, namespace {namespace}): its transcript holds that store's memory. Resume it with "
+        f"--store {info.store}" + ("" if info.namespace in (None, "default") else f" --namespace {info.namespace}")
+    )
+
+
+def _latest(files: list[Path], store: str | None = None, namespace: str | None = None) -> Path:
+    if store is not None or namespace is not None:
+        mine = (
+            {info.path for info in list_sessions(files[0].parent, store=store, namespace=namespace)} if files else set()
+        )
+        files = [p for p in files if p in mine]
+    if not files:
+        where = "" if store is None else f" on this store ({store}, namespace {namespace})"
+        raise SessionError(f"there is no session to resume yet{where}")
     # File times tick coarsely (a few ms on many kernels), so two sessions written in one tick tie; the
     # ``latest`` pointer, rewritten whenever a session starts or resumes, says which of them came last.
     newest = max(p.stat().st_mtime_ns for p in files)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from ..errors import ConfigError
 from ..settings import Settings, load_settings
 
-__all__ = ["DEFAULT_MODEL", "AgentSettings", "load_agent_settings"]
+__all__ = ["DEFAULT_MODEL", "AgentSettings", "load_agent_settings", "setting_sources"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """The default Anthropic model: the newest Sonnet the installed SDK knows, with no deprecation date."""
@@ -103,6 +103,22 @@ def load_agent_settings(
     merged.update(_checked(_from_env(os.environ if environ is None else environ), "environment"))
     merged.update(_checked(options or {}, "option"))
     return _build(merged)
+
+
+def setting_sources(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where each `AgentSettings` key's value comes from, for ``memdir config``: ``environment (VAR)``, a
+    settings file's path, or ``default``. Options given on the command line are not known here."""
+    env = os.environ if environ is None else environ
+    found = dict.fromkeys(_FIELDS, "default")
+    for values, path in ((settings.user, settings.user_path), (settings.project, settings.project_path)):
+        table = values.get("agent", {})
+        for key in table if isinstance(table, Mapping) else ():
+            if key in found:
+                found[key] = str(path)
+    for key in _from_env(env):
+        var = [v for v in (f"MEMDIR_AGENT_{key.upper()}", _SHORT_ENV.get(key)) if v and env.get(v)][-1]  # as _from_env
+        found[key] = f"environment ({var})"
+    return found
 
 
 # -- checking -------------------------------------------------------------------------------------------------

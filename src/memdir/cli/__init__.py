@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import click
 
 from .._version import __version__
-from ..config import data_dir, default_store_url
-from ..errors import MemdirError
+from ..config import default_store_url
+from ..errors import MemdirError, StoreNotFoundError
 from ..gate import Caller, GatedStore
-from ..store import DEFAULT_NAMESPACE, Store, open_store
+from ..store import DEFAULT_NAMESPACE, Store, open_store, redact_url, store_exists, url_scheme
 from ..tool import MemoryTool
+from ._logfile import open_log
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -56,14 +57,32 @@ class Context:
     def url(self) -> str:
         return self.store_url or default_store_url()
 
-    def store(self) -> Store:
-        """The store, behind the gate as the local user (a server's store: as the server's gate has it)."""
+    def store(self, *, create: bool = False) -> Store:
+        """The command's store, opened on first use, behind the gate as the local user (a server's store: as the
+        server's gate has it). Reading commands open only a store that exists (a typo in ``--store`` is an error
+        naming the URL, not a new empty store); writing commands pass ``create=True``, and a store they create is
+        announced once, on stderr."""
         if self._store is None:
-            backend = open_store(self.store_url, namespace=self.namespace)
+            url = self.url
+            _needs_token(url)
+            existed = self.require_store(allow_missing=create)
+            backend = open_store(url, namespace=self.namespace)
+            if not existed:
+                click.echo(f"Created a new store at {_shown(url)}.", err=True)
             self._store = backend if backend.runs_commands else GatedStore(backend, Caller("user", channel="cli"))
             if self._command is not None and isinstance(self._store, GatedStore):
                 self._calls.enter_context(self._store.call(self._command))
         return self._store
+
+    def require_store(self, *, allow_missing: bool = False) -> bool:
+        """Whether the store exists; `StoreNotFoundError` (naming the URL) when it does not, unless
+        ``allow_missing``. For the commands that work on a URL rather than an open store (doctor, migrate)."""
+        if store_exists(self.url):
+            return True
+        if allow_missing:
+            return False
+        hint = " (check --store or MEMDIR_STORE" if self.store_url else f" yet ({_default_reason()}"
+        raise StoreNotFoundError(_shown(self.url), f"{hint}; a writing command such as `memdir write` creates it)")
 
     @contextlib.contextmanager
     def command(self, name: str) -> Iterator[None]:
@@ -79,6 +98,43 @@ class Context:
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+
+
+def _shown(url: str) -> str:
+    """A store URL as the user may see it: ``~`` expanded, a password hidden."""
+    return redact_url(expand_url(url))
+
+
+def expand_url(url: str) -> str:
+    """``~`` expanded in a directory or SQLite URL, as `open_store` reads it (other URLs as given)."""
+    scheme = url_scheme(url)
+    if scheme is None:
+        return os.path.expanduser(url)
+    if scheme in ("file", "sqlite"):
+        rest = url.split(":", 1)[1]
+        path = rest[2:] if rest.startswith("//") else rest
+        if path.startswith("~"):
+            return f"{url.split(':', 1)[0]}://{os.path.expanduser(path)}"
+    return url
+
+
+def _default_reason() -> str:
+    from ..project import resolve_store
+
+    return resolve_store().reason
+
+
+def _needs_token(url: str) -> None:
+    """A memdir server opens only with a token: say how to give one, in the CLI's words."""
+    from ..store.remote import TOKEN_ENV
+
+    if url_scheme(url) not in ("http", "https") or os.environ.get(TOKEN_ENV):
+        return
+    if "@" not in url.split("://", 1)[-1].split("/", 1)[0]:
+        raise click.ClickException(
+            f"the memdir server at {url} needs a token: set {TOKEN_ENV}=TOKEN or use a URL such as "
+            "http://TOKEN@host:port (whoever runs the server makes one with `memdir token create`)"
+        )
 
 
 def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
@@ -98,34 +154,6 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
             raise click.ClickException(f"internal error ({type(exc).__name__}); see the memdir log") from exc
 
     return wrapper
-
-
-class _LogFile(logging.FileHandler):
-    """The memdir log, ``memdir.log`` in the data directory, created ``0600`` when the first record comes.
-
-    Without a handler, Python's last-resort handler would print the traceback on stderr after all."""
-
-    def __init__(self) -> None:
-        super().__init__(data_dir() / "memdir.log", delay=True, encoding="utf-8")
-
-    def _open(self) -> Any:
-        os.makedirs(os.path.dirname(self.baseFilename), mode=0o700, exist_ok=True)
-        os.close(os.open(self.baseFilename, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
-        return super()._open()
-
-
-def _open_log() -> Callable[[], None]:
-    """Attach the memdir log for one command; returns what detaches it (a program embedding the CLI, or a
-    test runner, goes on with its own logging afterwards)."""
-    logger = logging.getLogger("memdir")
-    handler = _LogFile()
-    logger.addHandler(handler)
-
-    def close() -> None:
-        logger.removeHandler(handler)
-        handler.close()
-
-    return close
 
 
 _pass_state = click.make_pass_decorator(Context)
@@ -183,7 +211,8 @@ def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
     "store_url",
     envvar="MEMDIR_STORE",
     metavar="URL",
-    help="Store to use: a directory path, file:PATH, sqlite:PATH or memory:. "
+    help="Store to use: a directory path, file:PATH, sqlite:PATH, postgresql://..., http(s)://TOKEN@HOST:PORT "
+    "(a memdir server) or memory:. Reading commands need an existing store; writing ones create it. "
     "[env MEMDIR_STORE; default: the git repository's own store in the user data dir; see `memdir where`]",
 )
 @click.option(
@@ -204,10 +233,25 @@ def cli(ctx: click.Context, store_url: str | None, namespace: str) -> None:
 
         memdir tool '{"command": "view", "path": "/memories"}'
     """
-    ctx.call_on_close(_open_log())
+    ctx.call_on_close(open_log())
     state = Context(store_url, namespace)
     ctx.obj = state
     ctx.call_on_close(state.close)
+    if ctx.invoked_subcommand != "config":  # `memdir config` shows them in its own report
+        _warn_about_settings()
+
+
+def _warn_about_settings() -> None:
+    """Settings that do nothing (an unknown table such as ``[polcy]``), once per command, on stderr. A file that
+    cannot be read is reported by the feature that needs it, in its own words."""
+    from ..settings import load_settings
+
+    try:
+        warnings = load_settings().warnings
+    except MemdirError:
+        return
+    for line in warnings:
+        click.echo(f"Warning: {line}", err=True)
 
 
 @cli.command()
@@ -218,17 +262,22 @@ def cli(ctx: click.Context, store_url: str | None, namespace: str) -> None:
 def tool(state: Context, command_json: str, actor: str) -> None:
     """Run one memory-tool command and print what the model would read.
 
-    Exits 1 when the result is an error.
+    JSON is the command, or - to read it from standard input. Exits 1 when the result is an error.
 
     Example:
 
         memdir tool '{"command": "create", "path": "/memories/a.md", "file_text": "hi"}'
+        echo '{"command": "view", "path": "/memories"}' | memdir tool -
     """
+    text = sys.stdin.read() if command_json == "-" else command_json
     try:
-        command: Any = json.loads(command_json)
+        command: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"the command is not valid JSON: {exc.msg} at position {exc.pos}") from exc
-    result = MemoryTool(state.store(), actor=actor).execute(command)
+    except RecursionError as exc:
+        raise click.ClickException("the command is not valid JSON: it is nested too deeply") from exc
+    writes = not (isinstance(command, dict) and command.get("command") == "view")
+    result = MemoryTool(state.store(create=writes), actor=actor).execute(command)
     click.echo(result.text)
     if result.is_error:
         sys.exit(1)
@@ -246,7 +295,7 @@ def mcp(state: Context) -> None:
     """
     from ..integrations.mcp import run_stdio
 
-    run_stdio(state.store())
+    run_stdio(state.store(create=True), name=_shown(state.url))
 
 
 @cli.command()
@@ -270,10 +319,12 @@ def where(state: Context) -> None:
     else:
         choice = resolve_store()
         url, reason = choice.url, choice.reason
-    from ..store import redact_url
-
-    click.echo(redact_url(url))  # a PostgreSQL URL may carry a password: never print it
-    click.echo(f"({reason})", err=True)
+    click.echo(_shown(url))  # ~ expanded, as it is opened; a PostgreSQL URL's password never printed
+    try:
+        exists = "" if store_exists(url) else "; it does not exist yet: a writing command creates it"
+    except MemdirError:  # a database that cannot be reached now: `where` still says which one it is
+        exists = ""
+    click.echo(f"({reason}{exists})", err=True)
 
 
 def main() -> None:
@@ -281,4 +332,4 @@ def main() -> None:
 
 
 # The commands register themselves on `cli` when imported (they need `cli` and the helpers above first).
-from . import _admin, _agent, _claude, _files, _safety, _search, _serve, _sync, _transfer  # noqa: E402, F401
+from . import _admin, _agent, _claude, _config, _edit, _files, _safety, _search, _serve, _sync, _transfer  # noqa: E402, F401

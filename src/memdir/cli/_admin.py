@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -27,46 +31,80 @@ _SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 
 
 @cli.command("export")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--overwrite", is_flag=True, help="Replace FILE if it exists.")
 @pass_context
 @fail_cleanly
 def export_(state: Context, file: str, overwrite: bool) -> None:
-    """Write the namespace and its whole history to a zip file.
+    """Write the namespace and its whole history to a zip file (- for standard output).
 
     The file is created with mode 0600: it holds every memory ever written.
 
     Example:
 
         memdir export backup.zip
+        memdir export - | ssh backup 'cat > memory.zip'
     """
-    with _progress("Exporting") as progress:
-        summary = export_namespace(state.store(), file, overwrite=overwrite, progress=progress)
+    if file != "-" and Path(file).exists() and not overwrite:
+        raise click.ClickException(f"{file} already exists: choose another name, or pass --overwrite to replace it")
+    with _progress("Exporting") as progress, _target(file) as path:
+        summary = export_namespace(state.store(), path, overwrite=True, progress=progress)
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
-    click.echo(f"Exported namespace {summary.namespace!r} to {file}: {files}, {versions}.")
+    where = "standard output" if file == "-" else file
+    # The summary is for a person: on stderr when the archive itself is on stdout.
+    click.echo(f"Exported namespace {summary.namespace!r} to {where}: {files}, {versions}.", err=file == "-")
+
+
+@contextlib.contextmanager
+def _target(file: str) -> Iterator[str]:
+    """The path to export to: ``file``, or for ``-`` a private temporary file copied to stdout once complete (a
+    zip's directory comes last, so a reader of a half-written stream would get nothing usable anyway)."""
+    if file != "-":
+        yield file
+        return
+    with tempfile.TemporaryDirectory(prefix="memdir-export-") as folder:  # 0700, like every mkdtemp
+        path = os.path.join(folder, "archive.zip")
+        yield path
+        with open(path, "rb") as archive:
+            shutil.copyfileobj(archive, sys.stdout.buffer)
 
 
 @cli.command("import")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @pass_context
 @fail_cleanly
 def import_(state: Context, file: str) -> None:
     """Load an archive made by `memdir export` into an empty namespace.
 
-    The whole archive is checked before anything is written. Run by the store's owner, the import keeps each
-    version's actor, session and time; every version's content is screened by the write policy as any write is.
+    FILE - reads the archive from standard input. The whole archive is checked before anything is written. Run by
+    the store's owner, the import keeps each version's actor, session and time; every version's content is screened
+    by the write policy as any write is. The store is created if it does not exist.
 
     Example:
 
         memdir --store sqlite:///tmp/copy.db import backup.zip
     """
-    store = state.store()
+    store = state.store(create=True)
     if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
         store = store.with_caller(admin=True)
-    with _progress("Importing") as progress:
-        summary = import_namespace(store, file, progress=progress)
+    with _progress("Importing") as progress, _source(file) as path:
+        summary = import_namespace(store, path, progress=progress)
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Imported {file} into namespace {store.namespace!r}: {files}, {versions}.")
+
+
+@contextlib.contextmanager
+def _source(file: str) -> Iterator[str]:
+    """The archive to import: ``file``, or for ``-`` standard input saved to a private temporary file (a zip is
+    read from its end, which a pipe cannot do)."""
+    if file != "-":
+        yield file
+        return
+    with tempfile.TemporaryDirectory(prefix="memdir-import-") as folder:
+        path = os.path.join(folder, "archive.zip")
+        with open(path, "wb") as archive:
+            shutil.copyfileobj(sys.stdin.buffer, archive)
+        yield path
 
 
 @cli.command()
@@ -82,6 +120,7 @@ def doctor(state: Context, repair: bool) -> None:
 
         memdir --store ~/memory doctor --repair
     """
+    state.require_store()
     report = diagnose(state.url, repair=repair)
     _print_report(report, repair)
     if not report.ok:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from ..agent import Agent, AgentResult, Event
+    from ..agent.sessions import SessionInfo
 
 __all__ = ["agent_options", "open_agent", "print_progress"]
 
@@ -67,12 +68,25 @@ def agent_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def open_agent(state: Context, options: dict[str, Any], *, stream: bool) -> Agent:
     """The agent the options and settings describe, over the command's store."""
     from ..agent import Agent, load_agent_settings
+    from ..agent.providers import open_provider
 
     resume = options.pop("resume", None)
     settings = load_agent_settings(options)
     if settings.stream is None:
         settings = settings.replace(stream=stream)
-    return Agent(state.store(), settings=settings, resume=resume, store_url=state.url)
+    if resume is not None:  # another store's session, or none, fails before a store is created for nothing
+        from ..agent.sessions import find_session, store_key
+
+        find_session(resume, store=store_key(state.url), namespace=state.namespace)
+    provider = open_provider(settings)  # a missing API key fails here too
+    try:
+        store = state.store(create=True)
+        return Agent(
+            store, settings=settings, provider=provider, close_provider=True, resume=resume, store_url=state.url
+        )
+    except BaseException:
+        provider.close()
+        raise
 
 
 def print_progress(event: Event) -> None:
@@ -187,7 +201,7 @@ def init(
     from ..agent.longrun import PROGRESS, Plan, ensure_files, initializer_prompt
 
     plan = Plan(task, features, start, test)
-    if not force and state.store().stat(PROGRESS) is not None:
+    if not force and state.store(create=True).stat(PROGRESS) is not None:
         raise click.ClickException(
             f"memory already holds {PROGRESS.virtual}: this work was set up before; continue it with memdir run "
             "or memdir chat (or pass --force)"
@@ -206,31 +220,57 @@ def init(
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="How many to list.")
+@click.option("--all", "every_store", is_flag=True, help="Sessions of every store and namespace, not only this one.")
+@pass_context
 @fail_cleanly
-def sessions(as_json: bool, limit: int) -> None:
-    """List agent sessions, newest first: id, started, turns, tokens, first prompt.
+def sessions(state: Context, as_json: bool, limit: int, every_store: bool) -> None:
+    """List the agent sessions of this store, newest first.
+
+    Columns: id, started, turns, tokens, first prompt (with --all, also the store and namespace). A session
+    belongs to the store and namespace it ran on; `memdir run --resume` continues only those.
 
     Example:
 
         memdir sessions --limit 5
     """
-    from ..agent.sessions import list_sessions
+    from ..agent.sessions import list_sessions, store_key
 
-    found = list_sessions()[:limit]
+    key = store_key(state.url)
+    found = list_sessions() if every_store else list_sessions(store=key, namespace=state.namespace)
+    found = found[:limit]
     if as_json:
         echo_json([_session_json(s) for s in found])
         return
-    rows = [(s.id, s.started, str(s.turns), str(s.tokens), _one_line(s.first_prompt)) for s in found]
-    print_rows(("Session", "Started", "Turns", "Tokens", "First prompt"), rows, stdout_is_tty())
+    if not found:
+        where = "any store" if every_store else f"{key} (namespace {state.namespace}); --all lists every store's"
+        click.echo(f"No sessions yet for {where}.", err=True)
+        return
+    rows = [[s.id, s.started, str(s.turns), str(s.tokens), *_store_columns(s, every_store), _one_line(s.first_prompt)]
+            for s in found]  # fmt: skip
+    headers = [
+        "Session",
+        "Started",
+        "Turns",
+        "Tokens",
+        *(["Store", "Namespace"] if every_store else []),
+        "First prompt",
+    ]
+    print_rows(headers, rows, stdout_is_tty())
 
 
-def _session_json(info: Any) -> dict[str, Any]:
+def _store_columns(info: SessionInfo, shown: bool) -> list[str]:
+    return [info.store or "-", info.namespace or "-"] if shown else []
+
+
+def _session_json(info: SessionInfo) -> dict[str, Any]:
     return {
         "id": info.id,
         "started": info.started,
         "turns": info.turns,
         "tokens": info.tokens,
         "first_prompt": info.first_prompt,
+        "store": info.store,
+        "namespace": info.namespace,
         "path": str(info.path),
     }
 

@@ -50,7 +50,16 @@ class Chat:
             "/quit": lambda _arg: False,
         }
 
+    def greet(self) -> None:
+        """Once, before the first prompt: where memory lives, which model answers, where the commands are."""
+        agent = self.agent
+        where = agent.store_key  # the URL spelled out (~ expanded, no password)
+        resumed = f", continuing session {agent.session_id}" if agent.messages else ""
+        _err(f"memdir chat: store {where} (namespace {agent.store.namespace}), model {agent.model}{resumed}.")
+        _err("/help lists the commands; /exit or Ctrl-D ends the chat.")
+
     def loop(self) -> None:
+        self.greet()
         while True:
             line = self._read()
             if line is None:
@@ -107,7 +116,7 @@ class Chat:
     def memory(self, _arg: str) -> bool:
         agent = self.agent
         usage = agent.store.usage()
-        click.echo(f"Store: {agent.store_url or type(agent.store).__name__} (namespace {agent.store.namespace})")
+        click.echo(f"Store: {agent.store_key} (namespace {agent.store.namespace})")
         click.echo(f"Memory: {plural(usage.files, 'file')}, {plural(usage.bytes, 'byte')} under /memories")
         loaded = agent.backfill.items if agent.backfill else ()
         click.echo("Loaded at start: " + (", ".join(f"{n} ({t:,} tokens)" for n, t in loaded) or "nothing"))
@@ -144,9 +153,12 @@ class Chat:
         from ..agent.sessions import list_sessions
 
         if not ref:
-            for info in list_sessions()[:10]:
-                click.echo(f"{info.id}\t{info.started}\t{info.turns} turns\t{' '.join(info.first_prompt.split())[:60]}")
-            click.echo("Continue one with /resume SESSION.")
+            agent = self.agent
+            found = list_sessions(agent.sessions_dir, store=agent.store_key, namespace=agent.store.namespace)[:10]
+            for info in found:
+                prompt = " ".join(info.first_prompt.split())[:60]
+                click.echo(f"{info.id}\t{info.started}\t{plural(info.turns, 'turn')}\t{prompt}")
+            click.echo("Continue one with /resume SESSION." if found else "No earlier sessions on this store yet.")
             return True
         try:
             self.agent.resume(ref)

@@ -134,15 +134,22 @@ def diff(state: Context, path: str, v1: str | None, v2: str | None) -> None:
 def restore(state: Context, path: str, version: str) -> None:
     """Make an old version current again; print the new version number.
 
-    The restore is recorded as a new version, by actor `user`.
+    The restore is recorded as a new version, by actor `user`. When the file already holds that version's
+    content, nothing is written (the current version number is printed, and stderr says so).
 
     Example:
 
         memdir restore /memories/notes.md 3
     """
-    number = version_number(version)
+    number, target, store = version_number(version), parse(path), state.store()
+    current = already_current(store, target, number)
+    if current is not None:
+        click.echo(f"{target.virtual} already holds the content of version {number} (it is version {current}); "
+                   "nothing was written.", err=True)  # fmt: skip
+        click.echo(current)
+        return
     origin = Origin(actor="user", source=f"restored from version {number}")
-    restored = state.store().restore(parse(path), number, origin=origin)
+    restored = store.restore(target, number, origin=origin)
     click.echo(restored.version)
 
 
@@ -157,6 +164,18 @@ def file_stats(store: Store, path: MemoryPath) -> list[Stat]:
     if here.kind == "file":
         return [here]
     return [Stat(e.path, "file", e.size, e.version, e.sha256, e.modified) for e in store.list_files(path)]
+
+
+def already_current(store: Store, path: MemoryPath, number: int) -> int | None:
+    """The current version of ``path`` when its content is already that of version ``number`` (so restoring it
+    would only add a duplicate), else None. `NotFoundError` when ``path`` has no version ``number``."""
+    wanted = next((v for v in store.history(path) if v.version == number), None)
+    if wanted is None:
+        raise NotFoundError(f"{path.virtual} has no version {number}")
+    now = store.stat(path)
+    if now is None or now.kind != "file" or wanted.sha256 is None or now.sha256 != wanted.sha256:
+        return None
+    return now.version
 
 
 def _stat_json(stat: Stat) -> dict[str, Any]:

@@ -42,6 +42,17 @@ def version_number(text: str) -> int:
     return int(text)
 
 
+def duration(text: str, option: str) -> float:
+    """A DURATION option (``30d``, ``12h``, ``90m``, ``2w``, ``45s``): seconds."""
+    from ..errors import ConfigError
+    from ..policy.config import parse_duration
+
+    try:
+        return parse_duration(text, option)
+    except ConfigError:
+        raise click.ClickException(f"{option} must be a duration such as 30d, 12h or 90m, got {text!r}") from None
+
+
 def echo_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 

@@ -23,7 +23,7 @@ from ..policy.retention import plan as plan_gc
 from ..policy.sweep import Located, sweep, texts_in_paths, texts_in_store
 from ..store import open_store, url_scheme
 from . import Context, cli, fail_cleanly, pass_context
-from ._output import echo_json, iso, plural, print_rows, stdout_is_tty
+from ._output import duration, echo_json, iso, plural, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -273,7 +273,7 @@ def gc(state: Context, apply_: bool, keep_versions: str | None) -> None:
     """
     config = load_policy(state.namespace)
     if keep_versions is not None:
-        config = type(config)(config.write, config.ttl, parse_duration(keep_versions, "--keep-versions"))
+        config = type(config)(config.write, config.ttl, duration(keep_versions, "--keep-versions"))
     store = state.store()
     planned = plan_gc(store, config)
     if not apply_:

@@ -13,6 +13,7 @@ from ..errors import ConfigError, PolicyError
 from ..policy.audit import AuditEntry, audit_log
 from ..policy.findings import Finding
 from ..policy.quarantine import HeldWrite
+from ..store._json import parse_time
 from ._review import Review
 from ._store import GatedStore
 
@@ -82,11 +83,12 @@ class RemoteReview:
 
     def _item(self, raw: dict[str, Any]) -> HeldWrite:
         item = HeldWrite(
-            id=int(raw["id"]), ts=float(raw["time"]), status=str(raw["status"]), path=str(raw["path"]),
+            id=int(raw["id"]), ts=parse_time(raw["time"]), status=str(raw["status"]), path=str(raw["path"]),
             command={"command": raw.get("command")}, content=b"", base_sha256=None, actor=str(raw["actor"]),
             session=raw.get("session"), source=raw.get("source"),
             findings=[Finding.from_json(f) for f in raw.get("findings", [])],
-            decided_ts=raw.get("decided_time"), decided_by=raw.get("decided_by"), version=raw.get("version"),
+            decided_ts=None if raw.get("decided_time") is None else parse_time(raw["decided_time"]),
+            decided_by=raw.get("decided_by"), version=raw.get("version"),
             reason=raw.get("reason"),
         )  # fmt: skip
         unified = (raw.get("diff") or {}).get("unified")
@@ -113,4 +115,5 @@ _ENTRY_FIELDS = (
 
 
 def _entry_fields(raw: dict[str, Any]) -> dict[str, Any]:
-    return {name: raw.get(name) for name in _ENTRY_FIELDS}
+    fields = {name: raw.get(name) for name in _ENTRY_FIELDS}
+    return {**fields, "ts": parse_time(raw["ts"])}  # ISO 8601 on the wire (seconds from a server before 0.2)

@@ -27,24 +27,17 @@ import anyio.to_thread
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 
 from ..config import data_dir
-from ..paths import MemoryPath
+from ..errors import PathError
+from ..paths import MemoryPath, parse
 from ..store import DirectoryStore
+from ..store._fs import secure_makedirs
 from ..tool import MemoryTool as CoreMemoryTool
 
 if TYPE_CHECKING:
     import os
 
     from anthropic.lib.tools import BetaFunctionToolResultType
-    from anthropic.types.beta import (
-        BetaCacheControlEphemeralParam,
-        BetaMemoryTool20250818Command,
-        BetaMemoryTool20250818CreateCommand,
-        BetaMemoryTool20250818DeleteCommand,
-        BetaMemoryTool20250818InsertCommand,
-        BetaMemoryTool20250818RenameCommand,
-        BetaMemoryTool20250818StrReplaceCommand,
-        BetaMemoryTool20250818ViewCommand,
-    )
+    from anthropic.types.beta import BetaCacheControlEphemeralParam, BetaMemoryTool20250818Command
     from anthropic.types.beta.beta_tool_result_block_param import Content
 
     from ..store import Origin, Store
@@ -105,10 +98,45 @@ def _directory_store(base_path: str | os.PathLike[str], history: bool | str | os
     return DirectoryStore(base_path, history=where)
 
 
-# -- sync --------------------------------------------------------------------------------------------------
+# -- one implementation for both classes ------------------------------------------------------------------
+# The SDK writes its sync and async tools twice, and they drifted (its async local-filesystem tool has helpers the
+# sync one lacks). Here every command method of both classes is made from one table, `_COMMANDS`, and the local
+# filesystem's helpers are written once (`_LocalFiles`), synchronously; the async class runs them in a thread.
+# tests/integrations/test_anthropic.py checks both classes against every method the SDK's own classes have.
+
+_COMMANDS = ("execute", "view", "create", "str_replace", "insert", "delete", "rename")
 
 
-class MemoryTool(BetaAbstractMemoryTool):
+def _sync_command(name: str) -> Any:
+    def command(self: MemoryTool, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
+        return self.call(_as_input(command))
+
+    command.__name__ = command.__qualname__ = name
+    command.__doc__ = f"The `{name}` command, through memdir's core."
+    return command
+
+
+def _async_command(name: str) -> Any:
+    async def command(self: AsyncMemoryTool, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
+        return await self.call(_as_input(command))
+
+    command.__name__ = command.__qualname__ = name
+    command.__doc__ = f"The `{name}` command, through memdir's core (in a worker thread)."
+    return command
+
+
+class _Core:
+    """What both tool classes hold: memdir's core tool over a store."""
+
+    def _set_up(self, store: Store, options: dict[str, Any]) -> None:
+        self.core = CoreMemoryTool(store, **options)
+
+    @property
+    def store(self) -> Store:
+        return self.core.store
+
+
+class MemoryTool(_Core, BetaAbstractMemoryTool):
     """memdir's memory tool over ``store``, for ``client.beta.messages.tool_runner(tools=[...])``.
 
     ``options`` are the core tool's (limits such as ``max_file_bytes``, ``actor``, ``session``,
@@ -120,43 +148,65 @@ class MemoryTool(BetaAbstractMemoryTool):
         self, store: Store, *, cache_control: BetaCacheControlEphemeralParam | None = None, **options: Any
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.core = CoreMemoryTool(store, **options)
-
-    @property
-    def store(self) -> Store:
-        return self.core.store
+        self._set_up(store, options)
 
     def call(self, input: object) -> BetaFunctionToolResultType:
         # The raw input, not the SDK's unchecked model of it: the core checks it and says what is wrong.
         return _returned(self.core.execute(input))
 
-    def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
-
-    def view(self, command: BetaMemoryTool20250818ViewCommand) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
-
-    def create(self, command: BetaMemoryTool20250818CreateCommand) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
-
-    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
-
-    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
-
-    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
-
-    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> BetaFunctionToolResultType:
-        return self.call(_as_input(command))
+    execute, view, create, str_replace, insert, delete, rename = (_sync_command(name) for name in _COMMANDS)
 
     def clear_all_memory(self) -> str:
         """Delete every memory file (recorded as deletions where the store keeps history)."""
         return _clear(self.core.store, self.core.origin)
 
 
-class LocalFilesystemMemoryTool(MemoryTool):
+class AsyncMemoryTool(_Core, BetaAsyncAbstractMemoryTool):
+    """`MemoryTool` for ``AsyncAnthropic``: the same core, each command run in a worker thread."""
+
+    def __init__(
+        self, store: Store, *, cache_control: BetaCacheControlEphemeralParam | None = None, **options: Any
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self._set_up(store, options)
+
+    async def call(self, input: object) -> BetaFunctionToolResultType:
+        return _returned(await self.core.aexecute(input))
+
+    execute, view, create, str_replace, insert, delete, rename = (_async_command(name) for name in _COMMANDS)
+
+    async def clear_all_memory(self) -> str:
+        """Delete every memory file (recorded as deletions where the store keeps history)."""
+        return await anyio.to_thread.run_sync(_clear, self.core.store, self.core.origin)
+
+
+class _LocalFiles:
+    """The SDK local-filesystem tools' layout and helpers (``<base_path>/memories/...``), written once.
+
+    `_validate_path` and `_ensure_memory_root` are the SDK's own helper names, which code written against the SDK's
+    tools (its tests among it) calls: here they apply memdir's path rules first, then the SDK's containment check
+    on the resolved path. The commands themselves never use them: the store opens every file with ``O_NOFOLLOW``
+    relative to the root (a symlink is never followed, even one swapped in after a check)."""
+
+    memory_root_path: Path
+
+    def _resolve(self, path: str) -> Path:
+        try:
+            relative = parse(path)
+        except PathError as exc:
+            raise ToolError(str(exc)) from exc
+        full = self.memory_root_path.joinpath(*relative.parts)
+        resolved, root = full.resolve(), self.memory_root_path.resolve()
+        if resolved != root and not resolved.is_relative_to(root):
+            raise ToolError(f"Error: Path {path} would escape /memories directory")
+        return resolved
+
+    def _make_root(self) -> None:
+        # 0700 on every level created, whatever the umask: memory is private (secure_makedirs chmods each one).
+        secure_makedirs(self.memory_root_path)
+
+
+class LocalFilesystemMemoryTool(_LocalFiles, MemoryTool):
     """A drop-in for the SDK's `BetaLocalFilesystemMemoryTool`: same constructor, attributes and layout
     (``<base_path>/memories/...``), with memdir's path rules, limits and atomic writes.
 
@@ -174,59 +224,22 @@ class LocalFilesystemMemoryTool(MemoryTool):
     ) -> None:
         super().__init__(_directory_store(base_path, history), cache_control=cache_control, **options)
         self.base_path = Path(base_path)
-        self.memory_root = self.base_path / "memories"
+        self.memory_root = self.memory_root_path = self.base_path / "memories"
+
+    def _validate_path(self, path: str) -> Path:
+        """The resolved host path of a memory path; `ToolError` for one the rules refuse or that escapes."""
+        return self._resolve(path)
+
+    def _ensure_memory_root(self) -> None:
+        """Create ``<base_path>/memories`` (``0700`` on every level) if it is not there."""
+        self._make_root()
 
     def close(self) -> None:
         """Release the store this tool opened (its history database, when it keeps one)."""
         self.core.store.close()
 
 
-# -- async -------------------------------------------------------------------------------------------------
-
-
-class AsyncMemoryTool(BetaAsyncAbstractMemoryTool):
-    """`MemoryTool` for ``AsyncAnthropic``: the same core, each command run in a worker thread."""
-
-    def __init__(
-        self, store: Store, *, cache_control: BetaCacheControlEphemeralParam | None = None, **options: Any
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self.core = CoreMemoryTool(store, **options)
-
-    @property
-    def store(self) -> Store:
-        return self.core.store
-
-    async def call(self, input: object) -> BetaFunctionToolResultType:
-        return _returned(await self.core.aexecute(input))
-
-    async def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> BetaFunctionToolResultType:
-        return await self.call(_as_input(command))
-
-    async def clear_all_memory(self) -> str:
-        """Delete every memory file (recorded as deletions where the store keeps history)."""
-        return await anyio.to_thread.run_sync(_clear, self.core.store, self.core.origin)
-
-
-class AsyncLocalFilesystemMemoryTool(AsyncMemoryTool):
+class AsyncLocalFilesystemMemoryTool(_LocalFiles, AsyncMemoryTool):
     """A drop-in for the SDK's `BetaAsyncLocalFilesystemMemoryTool`; see `LocalFilesystemMemoryTool`.
 
     As in the SDK, ``base_path`` and ``memory_root`` are `anyio.Path` objects.
@@ -244,6 +257,15 @@ class AsyncLocalFilesystemMemoryTool(AsyncMemoryTool):
         super().__init__(_directory_store(base_path, history), cache_control=cache_control, **options)
         self.base_path = anyio.Path(base_path)
         self.memory_root = self.base_path / "memories"
+        self.memory_root_path = Path(base_path) / "memories"
+
+    async def _validate_path(self, path: str) -> anyio.Path:
+        """The resolved host path of a memory path; `ToolError` for one the rules refuse or that escapes."""
+        return anyio.Path(await anyio.to_thread.run_sync(self._resolve, path))
+
+    async def _ensure_memory_root(self) -> None:
+        """Create ``<base_path>/memories`` (``0700`` on every level) if it is not there."""
+        await anyio.to_thread.run_sync(self._make_root)
 
     async def aclose(self) -> None:
         """Release the store this tool opened (its history database, when it keeps one)."""

@@ -11,6 +11,9 @@ shows which writes one MCP session made.
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 import uuid
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -289,11 +292,44 @@ def build_server(store: Store, *, name: str = "memdir", session: str | None = No
     return MCPServer(name, instructions=INSTRUCTIONS, version=__version__, tools=_tools(memory))
 
 
-def run_stdio(store: Store) -> None:
+def run_stdio(store: Store, *, name: str | None = None) -> None:
     """Serve ``store`` to one MCP client over stdin/stdout until the client disconnects.
 
     The store is read once first: a store that cannot be used raises its `MemdirError` here, before any
     protocol starts, so the CLI can report it in one line rather than failing every tool call.
+
+    Started from a terminal rather than by an MCP client, it says on stderr what it is waiting for (``name``: the
+    store as the user may see it), and the first Ctrl-C ends it.
     """
     store.stat(MemoryPath.root())
-    build_server(store).run("stdio")
+    server = build_server(store)
+    if not sys.stdin.isatty():
+        server.run("stdio")
+        return
+    previous = signal.signal(signal.SIGINT, _stop_at_once(store))  # before the notice: Ctrl-C may follow it
+    print(  # noqa: T201 - for the person at the terminal, on stderr (stdout is the protocol's)
+        f"memdir mcp: serving {name or repr(store)} over stdio, waiting for an MCP client's JSON-RPC messages on "
+        "stdin.\nMCP clients start this command themselves (claude mcp add memdir -- memdir mcp --store ...). "
+        "Ctrl-C ends it.",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.run("stdio")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_at_once(store: Store) -> Callable[[int, Any], None]:
+    """Ctrl-C at a terminal: end now. Python's own handling would cancel the server and then wait, for ever, for the
+    thread blocked reading the terminal (a second Ctrl-C printed "Aborted!" and the process still waited for
+    Ctrl-D). Every write is atomic, so ending mid-command loses nothing; the store is closed first."""
+
+    def stop(_sig: int, _frame: Any) -> None:
+        print("\nmemdir mcp: stopped.", file=sys.stderr, flush=True)  # noqa: T201 - see run_stdio
+        try:
+            store.close()
+        finally:
+            os._exit(128 + signal.SIGINT)  # the status a shell shows for Ctrl-C
+
+    return stop

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._app import create_app
     from ._config import ServerConfig
-    from ._run import serve
+    from ._run import listen, serve
 
-__all__ = ["ServerConfig", "create_app", "serve"]
+__all__ = ["ServerConfig", "create_app", "listen", "serve"]
 
 
 def __getattr__(name: str) -> Any:
@@ -30,8 +30,8 @@ def __getattr__(name: str) -> Any:
         from ._config import ServerConfig
 
         return ServerConfig
-    if name == "serve":
-        from ._run import serve
+    if name in ("serve", "listen"):
+        from . import _run
 
-        return serve
+        return getattr(_run, name)
     raise AttributeError(f"module 'memdir.server' has no attribute {name!r}")

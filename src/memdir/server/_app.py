@@ -26,6 +26,7 @@ from ._errors import ApiError, error_response
 from ._guard import Guard, request_info
 from ._mcp import McpEndpoint, McpGateway
 from ._openapi import openapi_document
+from ._protocols import DEADLINES_KEY
 from ._ratelimit import RateLimiter
 from ._tenants import Tenants
 from .routers import ROUTERS
@@ -106,7 +107,7 @@ def _services(config: ServerConfig) -> Services:
 
 def _lifespan(services: Services) -> Any:
     @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
         try:
             async with services.mcp.running():
                 # Everything made so far (modules, the app, the SDK's schemas) lives as long as the process.
@@ -114,7 +115,8 @@ def _lifespan(services: Services) -> Any:
                 # made: the p99 of `view` under load went from 76 ms to 25 ms (docs/benchmarks.md).
                 gc.freeze()
                 log.info("memdir server ready", extra={"store": _display(services.config.store_url)})
-                yield
+                # The lifespan state reaches the server's connections (memdir.server._protocols): their limits.
+                yield {DEADLINES_KEY: (services.config.header_timeout, services.config.body_timeout)}
         finally:
             services.close()
             log.info("memdir server stopped; stores closed")

@@ -10,17 +10,23 @@ send): either is accepted, once.
 Tokens are looked up on every request (a revocation applies at once, on every server). On a SQLite store that
 is a read from a local file, done in the event loop; on PostgreSQL it is a network round trip, which would stall
 every request of the process meanwhile (for seconds while the database restarts), so it runs in a worker thread.
+A token's last use is recorded at most once a minute (`TokenInfo.touch_due`), always in a worker thread: it is a
+write, which may wait for the database's writer.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
+from ..errors import MemdirError
 from ._errors import ApiError
 from ._guard import request_info
+from .tokens import TOUCH_SECONDS
 
 if TYPE_CHECKING:
     from starlette.types import Scope
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
     from .tokens import TokenInfo, TokenRegistry
 
 __all__ = ["Gate", "Principal"]
+
+log = logging.getLogger("memdir.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +54,7 @@ class Gate:
         self.tokens = tokens
         self.limiter = limiter
         self.offload = offload  # look tokens up in a worker thread (the database is over the network)
+        self._tried: dict[str, float] = {}  # token id -> when this process last recorded (or tried) a use
 
     async def admit(self, scope: Scope) -> Principal:
         """The principal of an authenticated request within its rate limit; `ApiError` otherwise."""
@@ -54,12 +63,25 @@ class Gate:
             info = await anyio.to_thread.run_sync(self.tokens.verify, token)
         else:
             info = self.tokens.verify(token)
-        return self._admitted(scope, info)
+        principal = self._admitted(scope, info)
+        now = time.time()
+        # Once per token and minute in this process too: requests racing the first record, or a store that
+        # cannot record it (read-only), do not each pay for a write.
+        if info is not None and info.touch_due(now) and now - self._tried.get(info.id, 0.0) >= TOUCH_SECONDS:
+            self._tried[info.id] = now
+            await anyio.to_thread.run_sync(self._touch, info.id)
+        return principal
+
+    def _touch(self, token_id: str) -> None:
+        try:
+            self.tokens.touch(token_id)
+        except MemdirError as exc:  # a read-only or busy store: the request goes on, its use is noted next time
+            log.warning("could not record a token's use: %s", exc)
 
     def _admitted(self, scope: Scope, info: TokenInfo | None) -> Principal:
         if info is None:
-            # One message for unknown, malformed and revoked: which of them it was is no business of the sender.
-            raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed or revoked)")
+            # One message for every refusal: which of them it was is no business of the sender.
+            raise ApiError("unauthorized", "the bearer token is not valid (unknown, malformed, expired or revoked)")
         principal = Principal(info.id, info.namespace, admin=info.admin, tenant=info.tenant)
         logged = request_info(scope)
         logged["namespace"], logged["token_id"] = principal.namespace, principal.token_id

@@ -35,6 +35,10 @@ class ServerConfig:
     # Path plus query string as sent: a memory path is at most 1,024 bytes, percent-encoding triples it.
     max_url_bytes: int = 8 * KIB
     max_header_bytes: int = 16 * KIB
+    # Slow clients (seconds): a request head must be complete this long after the connection is ready for it,
+    # its body this long after the head; past either the client gets 408 and the connection is closed.
+    header_timeout: float = 10.0
+    body_timeout: float = 60.0
     rate: float = 100.0  # requests per second and token (token bucket refill)
     burst: int = 200  # bucket size: how many requests a token may send at once
     max_open_namespaces: int = 64  # stores kept open at once (least recently used are closed)
@@ -49,6 +53,8 @@ class ServerConfig:
         for name in ("max_body_bytes", "max_upload_bytes", "max_archive_bytes", "max_url_bytes", "max_header_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"server setting {name} must be positive")
+        if not (self.header_timeout > 0 and self.body_timeout > 0):
+            raise ConfigError("the header and body time limits must be positive numbers of seconds")
         if self.rate < 0 or self.burst < 1:
             raise ConfigError("the rate limit needs rate >= 0 (0: off) and burst >= 1")
         if self.max_open_namespaces < 1:

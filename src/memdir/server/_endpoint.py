@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import anyio.to_thread
 from starlette.routing import Route
 
-from .._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header
+from .._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header, parse_json
 from ..errors import PathError
 from ..gate import Caller
 from ..paths import parse
@@ -279,7 +279,7 @@ class Call:
         self.require_type(_JSON_TYPES)
         data = await self.body(limit or self.services.config.max_body_bytes)
         try:
-            return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+            return parse_json(data.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise ApiError("invalid_request", "the body is not UTF-8") from exc
         except ValueError as exc:
@@ -311,10 +311,6 @@ def _decode_segment(segment: bytes, whole: str) -> str:
 
 def _too_large(limit: int) -> ApiError:
     return ApiError("payload_too_large", f"the request body is over this endpoint's bound of {limit:,} bytes")
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def _json_reason(exc: ValueError) -> str:

@@ -8,6 +8,14 @@
   it is sent until the head ends. The httptools protocol here counts the bytes of the head as they arrive and
   answers ``431`` past `MAX_HEAD_BYTES` (the app's own, smaller bound answers the rest precisely).
 
+- **Time limits for slow clients.** uvicorn waits for a request head and body as long as bytes keep coming (one
+  header line a second holds a connection, and its worker's memory, forever) and for a new connection's first
+  byte without end. Here the head must be complete `DEFAULT_HEADER_TIMEOUT` seconds after the connection opens or
+  the request's first byte arrives, and the body `DEFAULT_BODY_TIMEOUT` seconds after the head; past either, the
+  client gets ``408`` (``request_timeout``) and the connection is closed. A server's own limits
+  (`ServerConfig.header_timeout` / ``body_timeout``) reach the protocol through the lifespan state
+  (`DEADLINES_KEY`), so each server in a process keeps its own.
+
 httptools parses several times faster than h11; memdir uses it when it is installed (it is a dependency), h11
 otherwise. Both are named by import path, so worker processes, which import uvicorn's configuration anew, find them.
 """
@@ -16,21 +24,89 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["MAX_HEAD_BYTES", "NoDelayH11Protocol", "http_protocol"]
+__all__ = [
+    "DEADLINES_KEY",
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_HEADER_TIMEOUT",
+    "MAX_HEAD_BYTES",
+    "NoDelayH11Protocol",
+    "http_protocol",
+]
 
 MAX_HEAD_BYTES = 64 * 1024
+DEFAULT_HEADER_TIMEOUT = 10.0  # seconds for a request head: a person's client sends one in milliseconds
+DEFAULT_BODY_TIMEOUT = 60.0  # seconds for a body: an 8 MiB upload at 1 MiB/s, with room to spare
+DEADLINES_KEY = "memdir.deadlines"  # lifespan state: (header seconds, body seconds)
+
+log = logging.getLogger("memdir.server")
 
 _TOO_LARGE = json.dumps(
     {"error": {"code": "headers_too_large", "message": f"the request head is over {MAX_HEAD_BYTES:,} bytes"}}
 ).encode()
+
+Phase = Literal["head", "body"]
+
+
+def _timed_out(phase: Phase, seconds: float) -> bytes:
+    what = "request head" if phase == "head" else "request body"
+    body = json.dumps(
+        {"error": {"code": "request_timeout", "message": f"the {what} did not arrive within {seconds:g} s"}}
+    ).encode()
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class _Deadlines:
+    """The head and body time limits of one connection (mixed into both protocols).
+
+    At most one timer runs: the head's from when the connection is ready for a request (opened, or a new request's
+    first byte after a response), the body's from the end of the head until the end of the message."""
+
+    transport: asyncio.Transport
+    app_state: dict[str, Any]
+    loop: asyncio.AbstractEventLoop
+    _deadline: asyncio.TimerHandle | None = None
+    _phase: Phase | None = None
+
+    def _limits(self) -> tuple[float, float]:
+        found = self.app_state.get(DEADLINES_KEY)
+        return found if found is not None else (DEFAULT_HEADER_TIMEOUT, DEFAULT_BODY_TIMEOUT)
+
+    def _arm(self, phase: Phase) -> None:
+        if self._phase == phase:
+            return  # keep the running deadline: trickling bytes must not push it back
+        self._disarm()
+        seconds = self._limits()[0 if phase == "head" else 1]
+        self._phase = phase
+        self._deadline = self.loop.call_later(seconds, self._expire, phase, seconds)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline, self._phase = None, None
+
+    def _expire(self, phase: Phase, seconds: float) -> None:
+        self._deadline, self._phase = None, None
+        if self.transport.is_closing():
+            return
+        cycle = getattr(self, "cycle", None)
+        if phase == "head" or cycle is None or not cycle.response_started:
+            self.transport.write(_timed_out(phase, seconds))
+        log.info("closed a slow connection", extra={"reason": f"{phase} not received within {seconds:g} s"})
+        self.transport.close()
 
 
 def _no_delay(transport: asyncio.BaseTransport) -> None:
@@ -40,10 +116,26 @@ def _no_delay(transport: asyncio.BaseTransport) -> None:
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class NoDelayH11Protocol(H11Protocol):
+class NoDelayH11Protocol(_Deadlines, H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         _no_delay(transport)
         super().connection_made(transport)
+        self._arm("head")
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        # h11 reports where the client is in its message: still sending the head, the body, or done.
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            self._arm("head")
+        elif state is h11.SEND_BODY:
+            self._arm("body")
+        else:
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
 
 try:
@@ -54,7 +146,7 @@ except ImportError:  # pragma: no cover - httptools is a dependency; uvicorn wor
 
 if HttpToolsProtocol is not None:
 
-    class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    class BoundedHttpToolsProtocol(_Deadlines, HttpToolsProtocol):
         _in_head = True
         _head_bytes = 0
         _refused = False
@@ -62,6 +154,15 @@ if HttpToolsProtocol is not None:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             _no_delay(transport)
             super().connection_made(transport)
+            self._arm("head")
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
 
         def data_received(self, data: bytes) -> None:
             if self._refused:
@@ -76,10 +177,12 @@ if HttpToolsProtocol is not None:
 
         def on_message_begin(self) -> None:
             self._in_head, self._head_bytes = True, 0
+            self._arm("head")
             super().on_message_begin()
 
         def on_headers_complete(self) -> None:
             self._in_head = False
+            self._arm("body")
             super().on_headers_complete()
 
         def _refuse(self) -> None:
@@ -88,6 +191,7 @@ if HttpToolsProtocol is not None:
                 f"content-length: {len(_TOO_LARGE)}\r\nconnection: close\r\n\r\n"
             ).encode()
             self._refused = True
+            self._disarm()
             self.transport.write(head + _TOO_LARGE)
             self.transport.close()
 

@@ -98,7 +98,12 @@ _VERSION: dict[str, Any] = {
         "actor": {"type": "string"},
         "session": {"type": ["string", "null"]},
         "source": {"type": ["string", "null"]},
-        "timestamp": {"type": "number", "description": "Seconds since the epoch, UTC."},
+        "timestamp": {
+            "type": ["string", "number"],
+            "format": "date-time",
+            "description": "ISO 8601, UTC (2026-11-29T14:38:01.5Z), with every digit the time has. Accepted on "
+            "input as seconds since the epoch too (archives and servers before memdir 0.2).",
+        },
         "sha256": {"type": ["string", "null"], "description": "Of the new content; null for a deletion."},
         "size": {"type": "integer"},
         "old_path": {"type": ["string", "null"], "description": "Where a rename came from."},
@@ -185,7 +190,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "size": {"type": "integer"},
             "version": {"type": ["integer", "null"]},
             "sha256": {"type": ["string", "null"]},
-            "modified": {"type": ["number", "null"]},
+            "modified": {"type": ["string", "null"], "format": "date-time"},
         },
     },
     "EntryList": {
@@ -198,7 +203,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                     "properties": {
                         "path": {"type": "string"},
                         "size": {"type": "integer"},
-                        "modified": {"type": "number"},
+                        "modified": {"type": "string", "format": "date-time"},
                         "version": {"type": "integer"},
                         "sha256": {"type": ["string", "null"]},
                     },

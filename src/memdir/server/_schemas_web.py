@@ -25,6 +25,7 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = (), **extra:
 _INT = {"type": "integer"}
 _STR = {"type": "string"}
 _NUM = {"type": "number"}
+_TIME = {"type": "string", "format": "date-time", "description": "ISO 8601, UTC."}
 _NULLABLE_STR = {"type": ["string", "null"]}
 _NULLABLE_INT = {"type": ["integer", "null"]}
 
@@ -85,7 +86,7 @@ _FINDING = _object(
 _ITEM = _object(
     {
         "id": _INT,
-        "time": _NUM,
+        "time": _TIME,
         "status": {"enum": ["pending", "approved", "rejected"]},
         "path": _STR,
         "command": _STR,
@@ -93,10 +94,14 @@ _ITEM = _object(
         "session": _NULLABLE_STR,
         "source": _NULLABLE_STR,
         "findings": {"type": "array", "items": _FINDING},
-        "decided_time": {"type": ["number", "null"]},
+        "decided_time": {"type": ["string", "null"], "format": "date-time"},
         "decided_by": _NULLABLE_STR,
         "version": {**_NULLABLE_INT, "description": "The version an approval wrote."},
         "reason": _NULLABLE_STR,
+        "current_version": {
+            **_NULLABLE_INT,
+            "description": "The file's version now; null when there is no file at the path (yet, or any more).",
+        },
         "base_changed": {
             "type": "boolean",
             "description": "The file changed (or appeared, or went) since the write was held.",
@@ -107,7 +112,7 @@ _ITEM = _object(
 
 _AUDIT_ENTRY = _object(
     {
-        "ts": _NUM,
+        "ts": _TIME,
         "channel": {**_STR, "description": "`tool`, `cli`, `review`, `gc`, `http` (this API's own endpoints)."},
         "actor": _STR,
         "session": _NULLABLE_STR,
@@ -137,7 +142,7 @@ WEB_SCHEMAS: dict[str, dict[str, Any]] = {
             "path": _STR,
             "files": {
                 "type": "array",
-                "items": _object({"path": _STR, "size": _INT, "version": _INT, "modified": _NUM}),
+                "items": _object({"path": _STR, "size": _INT, "version": _INT, "modified": _TIME}),
             },
             "dirs": {
                 "type": "array",
@@ -155,7 +160,7 @@ WEB_SCHEMAS: dict[str, dict[str, Any]] = {
             "current": {"type": "boolean", "description": "Whether this is the file's current version."},
             "size": _INT,
             "sha256": _STR,
-            "modified": {"type": ["number", "null"]},
+            "modified": {"type": ["string", "null"], "format": "date-time"},
             "media_type": _STR,
             "text": {**_NULLABLE_STR, "description": "The content when it is UTF-8; null otherwise (read the bytes)."},
         }

@@ -11,6 +11,10 @@ database learns the namespaces and labels, never a usable token: 256 bits of ran
 
 Every request looks its token up again: a revocation takes effect on the next request, in every worker process
 that shares the store, with nothing cached to expire.
+
+A token may be made to expire (``memdir token create --expires 30d``): past that time it is refused exactly like a
+revoked one. Each token's last use is kept (``memdir token list`` shows it) to the minute: recording every request
+would make each one a write, so a use is recorded only when the last recorded one is `TOUCH_SECONDS` old.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import hashlib
 import re
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, NotFoundError
@@ -30,12 +34,13 @@ if TYPE_CHECKING:
     from ..store._db import AuxConnection, AuxDatabase
     from ..store._migrations import Schema
 
-__all__ = ["TOKEN_PREFIX", "TokenInfo", "TokenRegistry", "looks_like_token"]
+__all__ = ["TOKEN_PREFIX", "TOUCH_SECONDS", "TokenInfo", "TokenRegistry", "looks_like_token"]
 
 TOKEN_PREFIX = "mdt_"
 _TOKEN = re.compile(r"mdt_[A-Za-z0-9_-]{43}")
 _ID = re.compile(r"[0-9a-f]{12}")
 _MAX_LABEL = 200
+TOUCH_SECONDS = 60.0  # a token's last use is recorded at most this often
 
 migrations = Migrations("memdir-tokens")
 
@@ -57,6 +62,14 @@ def _create_tokens(schema: Schema) -> None:
     )
 
 
+@migrations("0002-expiry-and-last-use")
+def _add_expiry_and_last_use(schema: Schema) -> None:
+    real = "DOUBLE PRECISION" if schema.dialect == "postgres" else "REAL"
+    # Both NULL for the tokens made before: they never expire, and have not been used since the upgrade.
+    schema.execute(f"ALTER TABLE memdir_tokens ADD COLUMN expires {real}")
+    schema.execute(f"ALTER TABLE memdir_tokens ADD COLUMN last_used {real}")
+
+
 @migrations("0003-tenants")
 def _add_tenants(schema: Schema) -> None:
     # NULL for the tokens made before: their tenant is their namespace (`TokenInfo.tenant`).
@@ -70,13 +83,16 @@ def _admin_tokens(schema: Schema) -> None:
 
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
-    """What is known about a token (never the token itself)."""
+    """What is known about a token (never the token itself). Times are seconds since the epoch."""
 
     id: str
     namespace: str
     label: str | None
     created: float
     revoked: float | None = None
+    expires: float | None = None
+    # When it was last used (to `TOUCH_SECONDS`): not part of which token this is, so not compared.
+    last_used: float | None = field(default=None, compare=False)
     admin: bool = False  # may replay versions with the actors and times they carry (an import, a migration)
     tenant: str = ""  # set from the namespace when empty (see `__post_init__`)
 
@@ -86,7 +102,15 @@ class TokenInfo:
 
     @property
     def active(self) -> bool:
-        return self.revoked is None
+        return self.revoked is None and not self.expired
+
+    @property
+    def expired(self) -> bool:
+        return self.expires is not None and self.expires <= time.time()
+
+    def touch_due(self, now: float) -> bool:
+        """Whether a use at ``now`` should be recorded (see `TOUCH_SECONDS`)."""
+        return self.last_used is None or now - self.last_used >= TOUCH_SECONDS
 
 
 def looks_like_token(text: str) -> bool:
@@ -98,17 +122,19 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("ascii")).hexdigest()
 
 
-_COLUMNS = "id, namespace, label, created, revoked, tenant, admin"
+_COLUMNS = "id, namespace, label, created, revoked, expires, last_used, tenant, admin"
 
 
 def _info(row: tuple[Any, ...]) -> TokenInfo:
-    id_, namespace, label, created, revoked, tenant, admin = row
+    id_, namespace, label, created, revoked, expires, last_used, tenant, admin = row
     return TokenInfo(
         str(id_),
         str(namespace),
         None if label is None else str(label),
         float(created),
         _optional_float(revoked),
+        _optional_float(expires),
+        _optional_float(last_used),
         tenant=str(tenant or ""),
         admin=bool(admin),
     )
@@ -126,31 +152,64 @@ class TokenRegistry:
         db.ensure(migrations)
 
     def create(
-        self, namespace: str, label: str | None = None, *, tenant: str | None = None, admin: bool = False
+        self,
+        namespace: str,
+        label: str | None = None,
+        *,
+        expires_in: float | None = None,
+        tenant: str | None = None,
+        admin: bool = False,
     ) -> tuple[str, TokenInfo]:
-        """A new token for ``namespace``: (the token, shown once and never stored, and its record). ``tenant``:
-        who owns the memory stores it reaches (default: the tenant named after ``namespace``). An ``admin``
-        token's imports keep the provenance they carry (`memdir.gate.Caller.admin`)."""
+        """A new token for ``namespace``: (the token, shown once and never stored, and its record). With
+        ``expires_in`` (seconds), it is refused from then on, like a revoked one. ``tenant``: who owns the memory
+        stores it reaches (default: the tenant named after ``namespace``). An ``admin`` token's imports keep the
+        provenance they carry (`memdir.gate.Caller.admin`)."""
         check_namespace(namespace)
         if tenant is not None:
             check_namespace(tenant)  # the same alphabet: a tenant is named like a namespace
         if label is not None and (len(label) > _MAX_LABEL or not label.isprintable()):
             raise ConfigError(f"a token label is printable text of at most {_MAX_LABEL} characters")
+        if expires_in is not None and not expires_in > 0:
+            raise ConfigError("a token's lifetime must be a positive duration, such as 30d or 12h")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        info = TokenInfo(secrets.token_hex(6), namespace, label, time.time(), tenant=tenant or namespace, admin=admin)
+        now = time.time()
+        expires = None if expires_in is None else now + expires_in
+        info = TokenInfo(
+            secrets.token_hex(6), namespace, label, now, expires=expires, tenant=tenant or namespace, admin=admin
+        )
         with self._db.transaction("create a token") as conn:
             conn.execute(
-                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, tenant, admin) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (info.id, _digest(token), info.namespace, info.label, info.created, info.tenant, int(admin)),
+                "INSERT INTO memdir_tokens (id, sha256, namespace, label, created, expires, tenant, admin) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    info.id,
+                    _digest(token),
+                    info.namespace,
+                    info.label,
+                    info.created,
+                    info.expires,
+                    info.tenant,
+                    int(admin),
+                ),
             )
         return token, info
 
     def list(self, *, include_revoked: bool = False) -> list[TokenInfo]:
-        where = "" if include_revoked else " WHERE revoked IS NULL"
+        """The tokens that still open their namespace; with ``include_revoked``, the revoked and expired too."""
         with self._db.reading("list tokens") as conn:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM memdir_tokens{where} ORDER BY created, id").fetchall()
-        return [_info(row) for row in rows]
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memdir_tokens ORDER BY created, id").fetchall()
+        found = [_info(row) for row in rows]
+        return found if include_revoked else [info for info in found if info.active]
+
+    def touch(self, token_id: str, now: float | None = None) -> None:
+        """Record a use of the token (the caller decides how often: `TokenInfo.touch_due`)."""
+        when = time.time() if now is None else now
+        with self._db.transaction("record a token's use") as conn:
+            # Never backwards: two servers recording uses of one token at once keep the later time.
+            conn.execute(
+                "UPDATE memdir_tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used < ?)",
+                (when, token_id, when),
+            )
 
     def revoke(self, token_id: str) -> TokenInfo:
         """Revoke a token by id (revoking twice is harmless). `NotFoundError` for an unknown id."""
@@ -166,7 +225,7 @@ class TokenRegistry:
         return row
 
     def verify(self, token: str) -> TokenInfo | None:
-        """The active token's record, or None for anything else (malformed, unknown, revoked)."""
+        """The active token's record, or None for anything else (malformed, unknown, revoked, expired)."""
         if not looks_like_token(token):
             return None
         # Looked up by its SHA-256: timing can at most tell an attacker about digests, never about a token.

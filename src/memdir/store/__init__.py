@@ -12,7 +12,9 @@ URL                         backend
 ``claude-code:``            a Claude Code memory directory, in place (`memdir.claudecode`)
 ==========================  ===================================================================
 
-A backend is a `Store` subclass plus an opener registered for a URL scheme with `register_backend`.
+A backend is a `Store` subclass plus an opener registered for a URL scheme with `register_backend`, and a
+check of whether a URL names a store that is already there (`store_exists`; ``open_store(url, create=False)``
+refuses a URL that names none with `StoreNotFoundError` instead of creating one).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import default_store_url
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreNotFoundError
 from ._base import (
     ANY,
     DEFAULT_NAMESPACE,
@@ -39,6 +41,7 @@ from ._base import (
     Version,
     check_namespace,
 )
+from ._exists import directory_exists, postgres_exists, sqlite_exists
 from ._urls import redact_url
 from .directory import DirectoryStore
 from .memory import MemoryStore
@@ -64,16 +67,21 @@ __all__ = [
     "open_store",
     "redact_url",
     "register_backend",
+    "store_exists",
     "url_scheme",
 ]
 
 Opener = Callable[..., Store]
+Exists = Callable[[str], bool]
 _BACKENDS: dict[str, Opener] = {}
+_EXISTS: dict[str, Exists] = {}
 
 
-def register_backend(scheme: str, opener: Opener) -> None:
-    """Make ``scheme:...`` URLs open with ``opener(url, namespace=..., **options)``."""
+def register_backend(scheme: str, opener: Opener, exists: Exists | None = None) -> None:
+    """Make ``scheme:...`` URLs open with ``opener(url, namespace=..., **options)``. ``exists(url)`` says whether
+    a store is already there (without it, every URL of the scheme counts as one: nothing to create)."""
     _BACKENDS[scheme.lower()] = opener
+    _EXISTS[scheme.lower()] = exists or (lambda _url: True)
 
 
 def _after_scheme(url: str) -> str:
@@ -87,19 +95,27 @@ def _open_memory(url: str, *, namespace: str, **options: Any) -> Store:
     return MemoryStore(namespace=namespace, name=name or None)
 
 
-def _open_sqlite(url: str, *, namespace: str, **options: Any) -> Store:
-    _no_options("sqlite", options)
+def _sqlite_path(url: str) -> str:
     path = _after_scheme(url)
     if not path:
         raise ConfigError("a sqlite: URL needs a file path, e.g. sqlite:///home/me/memory.db")
-    return SQLiteStore(Path(path).expanduser(), namespace=namespace)
+    return path
 
 
-def _open_directory(url: str, *, namespace: str, **options: Any) -> Store:
+def _open_sqlite(url: str, *, namespace: str, **options: Any) -> Store:
+    _no_options("sqlite", options)
+    return SQLiteStore(Path(_sqlite_path(url)).expanduser(), namespace=namespace)
+
+
+def _directory_path(url: str) -> str:
     path = _after_scheme(url) if url.lower().startswith("file:") else url
     if not path:
         raise ConfigError("a file: URL needs a directory path, e.g. file:///home/me/memory")
-    return DirectoryStore(Path(path).expanduser(), namespace=namespace, **options)
+    return path
+
+
+def _open_directory(url: str, *, namespace: str, **options: Any) -> Store:
+    return DirectoryStore(Path(_directory_path(url)).expanduser(), namespace=namespace, **options)
 
 
 def _open_remote(url: str, *, namespace: str, **options: Any) -> Store:
@@ -128,28 +144,54 @@ def _no_options(scheme: str, options: dict[str, Any]) -> None:
         raise ConfigError(f"{scheme}: stores take no options (got {', '.join(sorted(options))})")
 
 
+def _postgres_exists(url: str) -> bool:
+    try:
+        return postgres_exists(url)
+    except ImportError as exc:
+        raise ConfigError("postgresql: stores need psycopg: pip install 'memdir[postgres]'") from exc
+
+
 register_backend("memory", _open_memory)
-register_backend("sqlite", _open_sqlite)
-register_backend("file", _open_directory)
+register_backend("sqlite", _open_sqlite, lambda url: sqlite_exists(_sqlite_path(url)))
+register_backend("file", _open_directory, lambda url: directory_exists(_directory_path(url)))
 register_backend("http", _open_remote)
 register_backend("https", _open_remote)
-register_backend("postgresql", _open_postgres)
-register_backend("postgres", _open_postgres)
+register_backend("postgresql", _open_postgres, _postgres_exists)
+register_backend("postgres", _open_postgres, _postgres_exists)
 register_backend("claude-code", _open_claude_code)
 
 
-def open_store(url: str | None = None, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> Store:
+def open_store(
+    url: str | None = None, *, namespace: str = DEFAULT_NAMESPACE, create: bool = True, **options: Any
+) -> Store:
     """Open the store a URL names (the default store when ``url`` is None); see the table above.
 
     ``namespace`` selects a tenant: each namespace has its own ``/memories`` and nothing in one is
-    reachable from another.
+    reachable from another. ``create=False`` opens only a store that is already there (`store_exists`):
+    otherwise it raises `StoreNotFoundError` and creates nothing, which is what a program that only reads wants
+    (a mistyped URL is an error, not a new empty store).
     """
     check_namespace(namespace)
     target = url if url is not None else default_store_url()
     scheme = url_scheme(target)
+    if not create and not store_exists(target):
+        raise StoreNotFoundError(redact_url(target))
     if scheme is None:
         return _open_directory(target, namespace=namespace, **options)
     return _BACKENDS[scheme](target, namespace=namespace, **options)
+
+
+def store_exists(url: str | None = None) -> bool:
+    """Whether ``url`` (the default store when None) names a store that is already there; creates nothing.
+
+    A directory store is there when its directory holds memdir's layout (``memories/``, ``namespaces/`` or the
+    ``.memdir`` sidecar), a SQLite store when its file exists, a PostgreSQL store when the database holds memdir's
+    tables; ``memory:`` and remote (``http(s)://``) stores always are. `ConfigError` for an unusable URL."""
+    target = url if url is not None else default_store_url()
+    scheme = url_scheme(target)
+    if scheme is None:
+        return directory_exists(_directory_path(target))
+    return _EXISTS[scheme](target)
 
 
 def url_scheme(url: str) -> str | None:

@@ -48,6 +48,7 @@ from .._wire import (
     encode_header,
     entry_from_json,
     error_from_body,
+    parse_time,
     stat_from_json,
     version_from_json,
     version_to_json,
@@ -166,7 +167,7 @@ class RemoteStore(Store):
                 headers["x-memdir-sha256"],
                 headers["x-memdir-modified"],
             )
-            return FileData(target, response.content, version, sha, float(modified))
+            return FileData(target, response.content, version, sha, parse_time(modified))
         except (KeyError, ValueError) as exc:
             raise StorageError("the server's answer lacks the file's version headers") from exc
 

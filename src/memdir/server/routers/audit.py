@@ -10,6 +10,7 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
 
+from ..._wire import iso_time
 from ...policy.audit import audit_log
 from ...policy.integrity import verify
 from .._endpoint import Call, Endpoint
@@ -34,7 +35,7 @@ async def entries(call: Call) -> Response:
 
     def read(store: GatedStore) -> list[dict[str, Any]]:
         found = audit_log(store.inner).entries(path=None if path is None else path.virtual, since=since, limit=limit)
-        return [entry.to_json() for entry in found]
+        return [{**entry.to_json(), "ts": iso_time(entry.ts)} for entry in found]
 
     return json_response({"entries": await call.run(read)})
 

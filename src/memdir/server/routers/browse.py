@@ -12,6 +12,7 @@ import functools
 import mimetypes
 from typing import TYPE_CHECKING, Any
 
+from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError
 from ...store._base import MISSING, Expect
 from .._diffs import diff, text_of
@@ -55,7 +56,8 @@ def tree_to_json(root: MemoryPath, entries: list[Entry], limit: int) -> dict[str
             totals[0] += 1
             totals[1] += entry.size
     files = [
-        {"path": e.path.virtual, "size": e.size, "version": e.version, "modified": e.modified} for e in entries[:limit]
+        {"path": e.path.virtual, "size": e.size, "version": e.version, "modified": iso_time(e.modified)}
+        for e in entries[:limit]
     ]
     return {
         "path": root.virtual,
@@ -106,7 +108,7 @@ def _file_json(
         "current": current,
         "size": len(content),
         "sha256": sha256,
-        "modified": modified,
+        "modified": None if modified is None else iso_time(modified),
         "media_type": _media_type(path, text is not None),
         "text": text,
         "_content": content,  # for the audit record; removed before the answer

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
-from ..._wire import entry_to_json, stat_to_json, usage_to_json, version_to_json, versions_to_json
+from ..._wire import entry_to_json, iso_time, stat_to_json, usage_to_json, version_to_json, versions_to_json
 from ...paths import parse
 from ...store._base import ANY, MISSING, Expect, Op
 from .._endpoint import Call, Endpoint
@@ -51,7 +51,7 @@ def _file_headers(data: FileData) -> dict[str, str]:
         "ETag": f'"{data.version}"',
         "X-Memdir-Version": str(data.version),
         "X-Memdir-Sha256": data.sha256,
-        "X-Memdir-Modified": repr(data.modified),
+        "X-Memdir-Modified": iso_time(data.modified),
     }
 
 
@@ -143,7 +143,7 @@ _FILE_HEADERS: dict[str, Any] = {
     "ETag": {"schema": {"type": "string"}, "description": 'The version, quoted: `"3"`.'},
     "X-Memdir-Version": {"schema": {"type": "integer"}},
     "X-Memdir-Sha256": {"schema": {"type": "string"}},
-    "X-Memdir-Modified": {"schema": {"type": "string"}, "description": "Seconds since the epoch."},
+    "X-Memdir-Modified": {"schema": {"type": "string"}, "description": "When the file last changed: ISO 8601, UTC."},
 }
 _VERSION_QUERY = {
     "name": "version",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError, PolicyError
 from ...gate import Review
 from ...paths import parse
@@ -94,12 +95,14 @@ async def reject(call: Call) -> Response:
 def item_to_json(store: GatedStore, item: HeldWrite) -> dict[str, Any]:
     try:
         data = store.read(parse(item.path))
-        current, sha = data.content, data.sha256
+        current, sha, number = data.content, data.sha256, data.version
         label = f"{item.path} (current, version {data.version})"
     except (NotFoundError, NotAFileError):
-        current, sha, label = b"", None, f"{item.path} (missing)"
+        current, sha, number, label = b"", None, None, f"{item.path} (missing)"
     changes = diff(current, item.content, label, f"{item.path} (held #{item.id})")
-    return {**item.to_json(), "base_changed": sha != item.base_sha256, "diff": changes.to_json()}
+    times = {"time": iso_time(item.ts), "decided_time": None if item.decided_ts is None else iso_time(item.decided_ts)}
+    found = {"base_changed": sha != item.base_sha256, "current_version": number, "diff": changes.to_json()}
+    return {**item.to_json(), **times, **found}
 
 
 def _item_id(call: Call) -> int:

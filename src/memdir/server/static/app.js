@@ -6,7 +6,9 @@
 //   innerHTML and its kin throw, so a slip would fail loudly instead of running someone's markup.
 // - The token lives in sessionStorage (this tab only, gone when it closes) and travels only in the
 //   Authorization header of requests to this origin: never in a URL, a cookie or a form post.
-// - Routes live in the URL's fragment (#/file?p=...), which browsers never send to a server.
+// - Routes live in the URL's fragment (#/file?p=...), which browsers never send to a server. Anyone can make a
+//   link with any fragment, so a path taken from it is checked like every other path (memoryPath) before any
+//   request: "/../../v1/review/4" would otherwise become a request to /v1/review/4 with this tab's token.
 "use strict";
 
 (() => {
@@ -102,9 +104,15 @@
     return new Date(seconds * 1000).toISOString().replace(/\.\d+Z$/, "Z");
   }
 
-  function when(seconds) {
-    if (seconds === null || seconds === undefined) return h("span", { class: "muted" }, "–");
-    return h("time", { datetime: iso(seconds), title: iso(seconds) }, ago(seconds));
+  // The API's times are ISO 8601 in UTC ("2026-11-29T14:38:01.5Z"); a server before memdir 0.2 sent seconds.
+  function seconds(time) {
+    return typeof time === "string" ? Date.parse(time) / 1000 : time;
+  }
+
+  function when(time) {
+    if (time === null || time === undefined) return h("span", { class: "muted" }, "–");
+    const at = seconds(time);
+    return h("time", { datetime: iso(at), title: iso(at) }, ago(at));
   }
 
   function name(path) {
@@ -136,9 +144,27 @@
     sessionStorage.setItem(key, value);
   }
 
+  // A memory path as the memory tool's rules see it (memdir.paths), as far as a URL is concerned: /memories or
+  // below it, no empty, "." or ".." segment, no hidden name, no control character. The server checks every path
+  // again with all its rules (look-alikes, encodings, lengths); this check is what keeps a request on its endpoint.
+  class PathRefused extends Error {}
+
+  function memoryPath(raw) {
+    const path = String(raw ?? "");
+    const shown = path.length > 200 ? path.slice(0, 200) + "…" : path;
+    const parts = path.split("/");
+    if (parts[0] !== "" || parts[1] !== "memories") throw new PathRefused("Path must start with /memories, got: " + shown);
+    const rest = path.endsWith("/") ? parts.slice(2, -1) : parts.slice(2);
+    if (rest.some((part) => part === ".." || part === ".")) throw new PathRefused("Path " + shown + " would escape /memories directory");
+    if (rest.some((part) => part === "")) throw new PathRefused("Path " + shown + " is not allowed: it has an empty segment");
+    if (rest.some((part) => part.startsWith("."))) throw new PathRefused("Path " + shown + " is not allowed: names starting with '.' are hidden and reserved");
+    if (/[\u0000-\u001f\u007f]/.test(path)) throw new PathRefused("Path " + shown + " is not allowed: it holds a control character");
+    return path;
+  }
+
   // "/memories/a b.md" -> "/memories/a%20b.md": each segment encoded on its own, as the API expects.
   function apiPath(path) {
-    return path.split("/").map(encodeURIComponent).join("/");
+    return memoryPath(path).split("/").map(encodeURIComponent).join("/");
   }
 
   async function api(method, url, options = {}) {
@@ -226,6 +252,7 @@
   }
 
   function message(error) {
+    if (error instanceof PathRefused) return error.message + ". Nothing was requested.";
     if (error instanceof ApiError) {
       if (error.code === "rate_limited") return "Too many requests: wait a moment and try again.";
       return error.message;
@@ -439,14 +466,17 @@
       else link.removeAttribute("aria-current");
     }
     if (params.get("ns") && params.get("ns") !== state.namespace && !(await switchTo(params.get("ns")))) return;
-    state.current = params.get("p");
+    const refused = pathRefusal(params);
+    state.current = refused ? null : params.get("p");
     if (state.current) revealInTree(state.current);
     dropBlob();
     syncTree();
     refreshTree(); // other writers (the model, another tab) change files and the queue too
     refreshPending();
+    if (view !== "search") $("search").value = ""; // the box shows the query of the search on screen, or nothing
     const main = $("main");
     try {
+      if (refused) throw refused;
       const shown = await show(params);
       main.replaceChildren();
       add(main, [shown]);
@@ -459,6 +489,20 @@
     // working in the tree or the search box: then the focus stays with them, even if they moved it meanwhile.
     const keep = document.activeElement && document.activeElement.closest("#sidebar, #search-form, dialog");
     if (!keep && heading) heading.focus({ preventScroll: false });
+  }
+
+  // The paths a route names (p, and dir for a new file), checked before the view asks the server anything.
+  function pathRefusal(params) {
+    for (const key of ["p", "dir"]) {
+      if (!params.has(key)) continue;
+      try {
+        memoryPath(params.get(key));
+      } catch (error) {
+        if (error instanceof PathRefused) return error;
+        throw error;
+      }
+    }
+    return null;
   }
 
   function heading(text, crumbs, actions) {
@@ -623,6 +667,7 @@
       toast("Saved " + name(path) + " as version " + written.version + ".");
       location.hash = route("file", { p: written.path });
     } catch (error) {
+      if (error.code === "conflict") refreshTree(); // the tree shows the version that is there now, not the one edited
       editing.alertBox.replaceChildren(editRefusal(error, editing, path));
       editing.alertBox.querySelector("button, a")?.focus();
     } finally {
@@ -996,10 +1041,16 @@
         h("strong", {}, f.kind + ": " + f.rule), " — line " + f.line + ": " + f.detail))),
       pending && item.base_changed ? h("div", { class: "notice" }, "The file changed since this write was held: the diff shows what approving would do now.") : null,
       decided(item),
-      diffView({ ...item.diff, from: { label: item.path + " now" }, to: { label: "after this write" } }),
+      diffView({ ...item.diff, from: { label: heldBase(item) }, to: { label: "after this write" } }),
       pending ? h("div", { class: "actions" },
         h("button", { type: "button", class: "primary", onclick: () => decide(item, "approve") }, "Approve #" + item.id),
         h("button", { type: "button", class: "danger", onclick: () => decide(item, "reject") }, "Reject #" + item.id)) : null);
+  }
+
+  // What the held write is compared with: the file as it is now, or nothing when there is no file there (yet).
+  function heldBase(item) {
+    if (item.current_version === null) return item.path + ": no such file now";
+    return item.path + " now" + (item.current_version ? " (version " + item.current_version + ")" : "");
   }
 
   function decided(item) {
@@ -1059,7 +1110,7 @@
   }
 
   function auditTable(entries) {
-    const head = ["When", "Who", "Channel", "Command", "Path", "Outcome", "Version", "SHA-256", "Findings"];
+    const head = ["When", "Who", "Command", "Path", "Outcome", "Version", "SHA-256", "Findings"];
     return h("table", {},
       h("caption", { class: "visually-hidden" }, "Audit log, newest first"),
       h("thead", {}, h("tr", {}, head.map((label) => h("th", { scope: "col" }, label)))),
@@ -1067,12 +1118,12 @@
         h("td", { class: "nowrap" }, when(e.ts)),
         h("td", { class: "actor-cell" }, e.actor, e.session ? h("div", { class: "muted small mono" }, e.session) : null,
           e.source ? h("div", { class: "muted small" }, e.source) : null),
-        h("td", {}, e.channel), h("td", {}, e.command),
+        h("td", {}, e.command, h("div", { class: "muted small", title: "Channel" }, "via " + e.channel)),
         h("td", { class: "mono path" }, e.path ? h("a", { href: route("file", { p: e.path }) }, e.path) : "–", e.new_path ? " → " + e.new_path : ""),
         h("td", {}, h("span", { class: "outcome-" + e.outcome }, e.outcome)),
         h("td", { class: "num" }, e.version ?? "–"),
         h("td", { class: "mono", title: e.sha256 || "" }, e.sha256 ? e.sha256.slice(0, 12) : "–"),
-        h("td", {}, e.detail || "–")))));
+        h("td", { class: "findings" }, e.detail || "–")))));
   }
 
   function chainName(chain) {

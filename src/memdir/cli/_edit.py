@@ -1,0 +1,158 @@
+"""Everyday changes without JSON in shell quotes: write, edit, rm, mv.
+
+Each one is a memory-tool command (`memdir.MemoryTool`) run as actor ``user`` on the store the CLI opened, so
+whatever applies to a write there (path rules, limits, the write policy, auto memory's upkeep, history and audit)
+applies to these as well: they are shortcuts, not a way around the tool. What the tool answers is printed; an
+error is one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..paths import parse
+from ..tool import MemoryTool
+from . import Context, cli, fail_cleanly, pass_context
+
+if TYPE_CHECKING:
+    from ..paths import MemoryPath
+    from ..store import Stat, Store
+
+__all__ = ["edit", "mv", "rm", "write"]
+
+_ACTOR = "user"
+
+
+def _run(store: Store, command: dict[str, Any], *, overwrite: bool = False) -> None:
+    with MemoryTool(store, actor=_ACTOR, create_overwrites=overwrite) as tool:
+        result = tool.execute(command)
+    if result.is_error:
+        raise click.ClickException(result.text.removeprefix("Error: "))
+    click.echo(result.text)
+
+
+def _read(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(source, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {source}: {exc.strerror or exc}") from exc
+
+
+def _text(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{where} is not UTF-8 text (byte {exc.start}); memory files are text") from exc
+
+
+@cli.command()
+@click.argument("path")
+@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True), default="-", metavar="[FILE]")
+@click.option("--overwrite", is_flag=True, help="Replace the file if it exists (its old text stays in the history).")
+@pass_context
+@fail_cleanly
+def write(state: Context, path: str, source: str, overwrite: bool) -> None:
+    """Write a memory file from FILE or standard input (- or nothing).
+
+    Refuses a file that exists unless --overwrite is given. The store is created if it does not exist.
+
+    Example:
+
+        echo "- prefers email" | memdir write /memories/preferences.md
+        memdir write /memories/notes.md notes.md --overwrite
+    """
+    target = parse(path)
+    text = _text(_read(source), "the input" if source == "-" else source)
+    store = state.store(create=True)
+    found = store.stat(target)
+    if found is not None and found.kind == "file" and not overwrite:
+        raise click.ClickException(f"{target.virtual} already exists: pass --overwrite to replace it")
+    _run(store, {"command": "create", "path": path, "file_text": text}, overwrite=overwrite)
+
+
+@cli.command()
+@click.argument("path")
+@pass_context
+@fail_cleanly
+def edit(state: Context, path: str) -> None:
+    """Edit a memory file in $VISUAL or $EDITOR; the change is a new version.
+
+    A new path starts empty. Nothing is written when the text is unchanged, or when the file changed while you
+    were editing (your text is then kept in a temporary file, named in the message).
+
+    Example:
+
+        EDITOR=nano memdir edit /memories/preferences.md
+    """
+    target = parse(path)
+    store = state.store(create=True)
+    before = store.stat(target)
+    old = _text(store.read(target).content, target.virtual) if before is not None else ""
+    new = click.edit(old, extension=_suffix(target), require_save=True)
+    if new is None or new == old:
+        click.echo(f"No changes; {target.virtual} was not written.", err=True)
+        return
+    _check_unchanged(store, target, before, new)
+    _run(store, {"command": "create", "path": path, "file_text": new}, overwrite=True)
+
+
+def _suffix(path: MemoryPath) -> str:
+    """The file's own extension, so the editor highlights it (``.md`` for a name without one)."""
+    name = path.name if not path.is_root else ""
+    return os.path.splitext(name)[1] or ".md"
+
+
+def _check_unchanged(store: Store, path: MemoryPath, before: Stat | None, text: str) -> None:
+    """Refuse to write over a change someone else made while the editor was open; keep the edited text."""
+    now = store.stat(path)
+    if (now and (now.kind, now.version)) == (before and (before.kind, before.version)):
+        return
+    fd, kept = tempfile.mkstemp(prefix="memdir-edit-", suffix=_suffix(path))  # 0600: it is memory content
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    now_at = f"version {now.version}" if now is not None else "deleted"
+    raise click.ClickException(
+        f"{path.virtual} changed while you were editing (now {now_at}); nothing was written. Your text is in {kept}"
+    )
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--recursive", "-r", is_flag=True, help="Delete a directory and everything below it.")
+@pass_context
+@fail_cleanly
+def rm(state: Context, path: str, recursive: bool) -> None:
+    """Delete a memory file (a directory with -r); its history stays.
+
+    Example:
+
+        memdir rm /memories/old-notes.md
+    """
+    store = state.store()
+    found = store.stat(parse(path))
+    if found is not None and found.kind == "dir" and not recursive:
+        raise click.ClickException(f"{parse(path).virtual} is a directory: pass -r to delete it and everything below")
+    _run(store, {"command": "delete", "path": path})
+
+
+@cli.command()
+@click.argument("src", metavar="PATH")
+@click.argument("dst", metavar="NEW_PATH")
+@pass_context
+@fail_cleanly
+def mv(state: Context, src: str, dst: str) -> None:
+    """Rename or move a memory file or directory; NEW_PATH must not exist.
+
+    Example:
+
+        memdir mv /memories/notes.md /memories/archive/notes-2026.md
+    """
+    _run(state.store(), {"command": "rename", "old_path": src, "new_path": dst})
