@@ -59,10 +59,11 @@ def _common_prefix(a: str, b: str) -> int:
 
 def _common_suffix(a: str, b: str, floor: int) -> int:
     """Length of the common suffix, not reaching into the first ``floor`` characters of either."""
-    lo, hi = 0, min(len(a), len(b)) - floor
+    size_a, size_b = len(a), len(b)
+    lo, hi = 0, min(size_a, size_b) - floor
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[len(a) - mid : len(a) - lo] == b[len(b) - mid : len(b) - lo]:
+        if a[size_a - mid : size_a - lo] == b[size_b - mid : size_b - lo]:
             lo = mid
         else:
             hi = mid - 1

@@ -23,6 +23,7 @@ re-screened as it will be committed. The backend below stays policy-free; `memdi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     import contextvars
     from collections.abc import Callable, Iterator
 
-    from ..policy.pipeline import Screened
+    from ..policy.pipeline import Screened, WritePolicy
     from ..search import SearchHit
     from ..store._base import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
     from ..store._chain import ChainReport
@@ -134,16 +135,7 @@ class GatedStore(Store):
         case with any secret in it redacted (one screening per distinct name: `secrets_in_name` is cached)."""
         if path is None:
             return None
-        if isinstance(path, MemoryPath):
-            target = path
-        else:
-            try:
-                target = parse(path)
-            except PathError:
-                shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
-                return redacted_label(self.rules.policy, shown)
-        found = secrets_in_name(self.rules.policy, target.virtual)
-        return redact(target.virtual, list(found))[0] if found else target.virtual
+        return _shown_as(self.rules.policy, path.virtual if isinstance(path, MemoryPath) else path)
 
     def shown(self, path: PathLike) -> str:
         """``path`` as the gate records and shows it: its normal form, any secret in it redacted (what a door says
@@ -168,10 +160,10 @@ class GatedStore(Store):
             return
         actor, session, source = self._labels()
         outcome = receipt.outcome or ("error" if receipt.failed else "ok")
+        detail = ",".join(rules(receipt.findings)) if receipt.findings else receipt.detail
         entry = AuditEntry(
             time.time(), self.caller.channel, actor, session, source, receipt.command, receipt.path,
-            receipt.new_path, outcome, receipt.sha256, receipt.size, receipt.version,
-            ",".join(rules(receipt.findings)) or receipt.detail,
+            receipt.new_path, outcome, receipt.sha256, receipt.size, receipt.version, detail or receipt.detail,
         )  # fmt: skip
         try:
             # A write the policy acted on is flushed at once: its findings are recorded nowhere else. Reads, failed
@@ -584,6 +576,18 @@ class GatedStore(Store):
         if limits.can_refuse(added_files, added_bytes):
             limits.check(self.inner.usage(), added_files, added_bytes)
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown_as(policy: WritePolicy, path: str) -> str:
+    """`GatedStore._shown` of a path string (cached: a command names its path once per store operation)."""
+    try:
+        virtual = parse(path).virtual
+    except PathError:
+        shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
+        return redacted_label(policy, shown) or ""
+    found = secrets_in_name(policy, virtual)
+    return redact(virtual, list(found))[0] if found else virtual
 
 
 class _Scope:
