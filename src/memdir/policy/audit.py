@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemdirError
-from ..store._chain import ChainHead, ChainWalk, genesis, link, stored
+from ..store._chain import ChainHead, ChainWalk, encode_tail, genesis, link_tail, stored
 from ..store._migrations import Migrations, Schema
 
 if TYPE_CHECKING:
@@ -327,8 +327,11 @@ class AuditLog:
         for entry in batch:
             for path in _touched(entry):
                 access[path] = max(access.get(path, 0.0), entry.ts)
+        # Rows and their encodings are made before the transaction: a command's write waits for it to end.
+        rows = [(float(entry.ts), *entry.row()[1:]) for entry in batch]  # the time as the REAL column gives it back
+        prepared = [(row, encode_tail(row)) for row in rows]
         with self._db.transaction("write the audit log") as conn:
-            _insert(conn, self.namespace, batch, access)
+            _insert(conn, self.namespace, prepared, access)
 
     def _start_timer(self) -> None:
         """(Lock held.) A daemon thread that flushes the buffer when it is full or its oldest entry is older than
@@ -362,7 +365,7 @@ class AuditLog:
                 self._wake.wait(wait)
 
 
-def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[str, float]) -> None:
+def _insert(conn: AuxConnection, ns: str, batch: list[_Prepared], access: dict[str, float]) -> None:
     marks = ", ".join("?" * (_COLUMNS.count(",") + 4))  # ns, the columns, seq, chain
     conn.executemany(f"INSERT INTO audit (ns, {_COLUMNS}, seq, chain) VALUES ({marks})", _chained(conn, ns, batch))
     # Sorted: two servers flushing at once take the rows' locks in one order (PostgreSQL would otherwise detect a
@@ -375,7 +378,10 @@ def _insert(conn: AuxConnection, ns: str, batch: list[AuditEntry], access: dict[
     )
 
 
-def _chained(conn: AuxConnection, ns: str, batch: list[AuditEntry]) -> list[tuple[Any, ...]]:
+_Prepared = tuple[tuple[Any, ...], str]  # an entry's columns, and their encoding for its chain value (`encode_tail`)
+
+
+def _chained(conn: AuxConnection, ns: str, batch: list[_Prepared]) -> list[tuple[Any, ...]]:
     """The batch's rows with their numbers and chain values, the namespace's head moved past them. The upsert
     that reads the head also locks its row until the flush commits: concurrent flushes number one after another."""
     last, value = conn.execute(
@@ -385,10 +391,9 @@ def _chained(conn: AuxConnection, ns: str, batch: list[AuditEntry]) -> list[tupl
     ).fetchone()
     seq, chain = int(last), stored(value) or genesis("audit", ns)
     rows: list[tuple[Any, ...]] = []
-    for entry in batch:
+    for row, tail in batch:
         seq += 1
-        row = (float(entry.ts), *entry.row()[1:])  # the time as the REAL column gives it back
-        chain = link(chain, (seq, *row))
+        chain = link_tail(chain, seq, tail)  # `link` of (seq, *row)
         rows.append((ns, *row, seq, chain))
     conn.execute("UPDATE audit_heads SET last = ?, chain = ? WHERE ns = ?", (seq, chain, ns))
     return rows

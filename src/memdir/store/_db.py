@@ -184,9 +184,10 @@ class SqlDatabase:
         # In memory, one connection serves every thread, one statement group at a time.
         self._shared: sqlite3.Connection | None = None
         self._serial = threading.RLock() if location is None else None
+        self._writers = _writers_of(location)
         self._ensured: set[str] = set()
         self._closed = False
-        # Transactions running (`_in_transaction`), and each thread's own: `close` waits for the other threads'.
+        # Transactions running (`_Session`), and each thread's own: `close` waits for the other threads'.
         self._running = 0
         self._mine = threading.local()
         self._quiet = threading.Condition(self._lock)
@@ -254,13 +255,11 @@ class SqlDatabase:
                 raise translate(exc, "prepare the store") from exc
         self._ensured.add(migrations.name)
 
-    @contextlib.contextmanager
-    def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
+    def transaction(self, doing: str) -> _Session:
         """A write transaction: taken at once (``BEGIN IMMEDIATE``), so two writers never interleave."""
         if self.read_only:
             raise StorageError(f"could not {doing}: the store is read-only")
-        with self._exclusive():
-            yield from self._in_transaction("BEGIN IMMEDIATE", doing, commit=True)
+        return _Session(self, doing, "BEGIN IMMEDIATE")
 
     def commit_and_continue(self, conn: sqlite3.Connection, doing: str) -> None:
         """Inside `transaction`: commit what it did so far and go on in a new write transaction."""
@@ -270,31 +269,25 @@ class SqlDatabase:
         except sqlite3.Error as exc:
             raise translate(exc, doing) from exc
 
-    @contextlib.contextmanager
-    def reading(self, doing: str) -> Iterator[sqlite3.Connection]:
+    def reading(self, doing: str) -> _Session:
         """A read transaction: several queries see one snapshot."""
-        with self._exclusive():
-            yield from self._in_transaction("BEGIN", doing, commit=False)
+        return _Session(self, doing, "BEGIN")
 
-    def _in_transaction(self, begin: str, doing: str, *, commit: bool) -> Iterator[sqlite3.Connection]:
-        with self._using() as conn:
-            try:
-                conn.execute(begin)
-            except sqlite3.Error as exc:
-                raise translate(exc, doing) from exc
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK" if commit else "COMMIT")
-                if isinstance(exc, sqlite3.Error):
-                    raise translate(exc, doing) from exc
-                raise
+    def statement(self, doing: str) -> _Session:
+        """One query, no transaction around it: a single statement sees one snapshot of its own (a read of a file
+        is one query; its ``BEGIN`` and ``COMMIT`` would double what it costs)."""
+        return _Session(self, doing, None)
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, counted in use until the block ends (`close` waits for other threads')."""
+        conn = self._enter()
+        try:
+            yield conn
+        finally:
+            self._leave()
+
+    def _enter(self) -> sqlite3.Connection:
         depth = getattr(self._mine, "depth", 0)
         with self._lock:  # counted before the connection is taken: `close` cannot come in between
             if self._closing and not depth:
@@ -302,12 +295,16 @@ class SqlDatabase:
             self._running += 1
         self._mine.depth = depth + 1
         try:
-            yield self.conn
-        finally:
-            self._mine.depth -= 1
-            with self._lock:
-                self._running -= 1
-                self._quiet.notify_all()
+            return self.conn
+        except BaseException:
+            self._leave()
+            raise
+
+    def _leave(self) -> None:
+        self._mine.depth -= 1
+        with self._lock:
+            self._running -= 1
+            self._quiet.notify_all()
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -316,3 +313,85 @@ class SqlDatabase:
             return
         with self._serial:
             yield
+
+
+_WRITE_WAIT = 30.0  # seconds a write waits for this process's other writers (SQLite's busy timeout)
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writers_of(location: str | Path | None) -> threading.RLock | None:
+    """The lock this process's write transactions on the database file ``location`` take before ``BEGIN
+    IMMEDIATE``, shared by every `SqlDatabase` on the file (a store's index and its auxiliary database are two).
+    SQLite makes a writer that finds the file locked sleep and retry, a millisecond or more each time: a command
+    that met the audit log's background flush would wait out a sleep long after the flush ended. A lock in the
+    process wakes it the moment the other writer commits; other processes are still kept out by SQLite's own lock.
+    """
+    if location is None:
+        return None  # in memory: `_serial` already runs one statement group at a time
+    key = os.path.realpath(location)
+    with _WRITERS_LOCK:
+        return _WRITERS.setdefault(key, threading.RLock())
+
+
+class _Session:
+    """`SqlDatabase.transaction`, `reading` and `statement` as one small context manager (the stacked
+    generator-based ones it replaces cost more than the queries of a read): the serial lock of an in-memory
+    database, this thread's connection counted in use, ``begin`` (None: no transaction), and on the way out
+    ``COMMIT``, or a rollback and the error translated."""
+
+    __slots__ = ("_begin", "_conn", "_db", "_doing", "_serial")
+
+    def __init__(self, db: SqlDatabase, doing: str, begin: str | None) -> None:
+        self._db, self._doing, self._begin = db, doing, begin
+        self._serial = db._serial if db._serial is not None or begin != "BEGIN IMMEDIATE" else db._writers
+
+    def __enter__(self) -> sqlite3.Connection:
+        if self._serial is not None and not self._serial.acquire(timeout=_WRITE_WAIT):
+            raise StorageError(f"could not {self._doing}: the store is busy with another write; try again")
+        try:
+            self._conn = conn = self._db._enter()
+        except BaseException:
+            self._unlock()
+            raise
+        if self._begin is not None:
+            try:
+                conn.execute(self._begin)
+            except sqlite3.Error as exc:
+                self._release()
+                raise translate(exc, self._doing) from exc
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            self._end(exc)
+        finally:
+            self._release()
+
+    def _end(self, exc: BaseException | None) -> None:
+        if self._begin is None:
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, self._doing) from exc
+            return
+        if exc is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except sqlite3.Error as failed:
+                self._rollback()
+                raise translate(failed, self._doing) from failed
+        self._rollback()
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc, self._doing) from exc
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.execute("ROLLBACK" if self._begin == "BEGIN IMMEDIATE" else "COMMIT")
+
+    def _release(self) -> None:
+        self._db._leave()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._serial is not None:
+            self._serial.release()

@@ -318,6 +318,18 @@ class SqlIndex(SqlDatabase):
             raise translate(exc, "list the namespaces") from exc
         return [str(r[0]) for r in rows]
 
+    def with_content(self, conn: sqlite3.Connection, key: str) -> tuple[IndexRow, bytes | None] | None:
+        """``key``'s row and its content (None when the blob is missing) in one statement: a read needs no
+        transaction around two."""
+        row = conn.execute(
+            "SELECT f.path, f.version, f.sha256, f.size, f.modified, f.stamp, b.content FROM files f "
+            "LEFT JOIN blobs b ON b.ns = f.ns AND b.sha256 = f.sha256 WHERE f.ns = ? AND f.path = ?",
+            (self.namespace, key),
+        ).fetchone()
+        if row is None:
+            return None
+        return IndexRow(*row[:6]), None if row[6] is None else bytes(row[6])
+
     def blob(self, conn: sqlite3.Connection, sha: str) -> bytes | None:
         row = conn.execute("SELECT content FROM blobs WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone()
         return None if row is None else bytes(row[0])

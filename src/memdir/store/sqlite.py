@@ -105,9 +105,11 @@ class SQLiteStore(Store):
 
     def read(self, path: PathLike) -> FileData:
         target = as_path(path)
-        with self._index.reading("read a file") as conn:
-            row = self._row(conn, target)
-            content = self._index.blob(conn, row.sha256)
+        with self._index.statement("read a file") as conn:
+            found = None if target.is_root else self._index.with_content(conn, target.key)
+            if found is None:  # as of that statement: nothing, or a directory
+                raise self._missing(conn, target)
+        row, content = found
         if content is None:
             raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
         return FileData(target, content, row.version, row.sha256, row.modified)
@@ -167,8 +169,10 @@ class SQLiteStore(Store):
         # process or another, can slip in between, so nothing needs retrying.
         target = as_path(path)
         with self._index.transaction("edit a file") as conn:
-            row = self._row(conn, target)
-            content = self._index.blob(conn, row.sha256)
+            found = None if target.is_root else self._index.with_content(conn, target.key)
+            if found is None:
+                raise self._missing(conn, target)
+            row, content = found
             if content is None:
                 raise CorruptStoreError("the store's database is damaged (missing content); run `memdir doctor`")
             new = change(FileData(target, content, row.version, row.sha256, row.modified))
@@ -270,13 +274,11 @@ class SQLiteStore(Store):
 
     # -- helpers ------------------------------------------------------------------------------------------
 
-    def _row(self, conn: sqlite3.Connection, target: MemoryPath) -> IndexRow:
-        row = None if target.is_root else self._index.get(conn, target.key)
-        if row is not None:
-            return row
+    def _missing(self, conn: sqlite3.Connection, target: MemoryPath) -> NotAFileError | NotFoundError:
+        """The error for reading ``target``, which is no file: it is a directory, or nothing."""
         if target.is_root or self._index.has_below(conn, target.key):
-            raise NotAFileError(f"{target.virtual} is a directory")
-        raise NotFoundError(f"{target.virtual} does not exist")
+            return NotAFileError(f"{target.virtual} is a directory")
+        return NotFoundError(f"{target.virtual} does not exist")
 
     def _writable(self, conn: sqlite3.Connection, target: MemoryPath) -> IndexRow | None:
         """The current row at ``target`` (None if free), after checking a file may live there."""
