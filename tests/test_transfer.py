@@ -11,7 +11,18 @@ from pathlib import Path
 import pytest
 
 from backends import BACKENDS, live_server, store_url
-from memdir import MISSING, ConfigError, CorruptStoreError, Origin, StorageError, Store, Version, open_store, parse
+from memdir import (
+    MISSING,
+    ConfigError,
+    CorruptStoreError,
+    Origin,
+    RedactedError,
+    StorageError,
+    Store,
+    Version,
+    open_store,
+    parse,
+)
 from memdir.errors import TransferError
 from memdir.store._base import sha256_hex
 from memdir.transfer import copy_namespace, migrate_store
@@ -509,3 +520,54 @@ def test_a_store_that_cannot_list_its_namespaces_says_so(monkeypatch: pytest.Mon
     monkeypatch.setattr(MemoryStore, "namespaces", Store.namespaces)
     with pytest.raises(ConfigError, match="MemoryStore cannot list its namespaces: name the namespace to use"):
         migrate_store("memory:x", "memory:y", namespace=None)
+
+
+# -- content redacted in the source ---------------------------------------------------------------------------
+
+
+def redacted_history(store: Store) -> Version:
+    """A file whose first content was redacted after it was replaced, then renamed; returns that first version."""
+    first = store.write("/memories/keys.md", b"the old text, since redacted\n", origin=MODEL, op="create")
+    store.write("/memories/keys.md", b"the new text\n", origin=USER)
+    store.move("/memories/keys.md", "/memories/moved.md", origin=USER)
+    assert first.sha256 is not None and store.redact_content(first.sha256)
+    return first
+
+
+@pytest.mark.parametrize(
+    ("source", "target"), [(kind, "sqlite") for kind in BACKENDS if kind != "remote"] + [("sqlite", "directory")]
+)
+def test_redacted_content_is_copied_as_redacted(source: str, target: str, places: Callable[[str], Path]) -> None:
+    with opened(source, places("a")) as src, opened(target, places("b")) as dst:
+        first = redacted_history(src)
+        report = copy_namespace(src, dst)
+        assert (report.copied, report.versions) == (3, 3)
+        copied = list(dst.log())
+        assert [(v.path, v.op, v.actor) for v in copied] == [(v.path, v.op, v.actor) for v in src.log()]
+        assert files_of(dst) == {"/memories/moved.md": b"the new text\n"}
+        assert copied[0].sha256 is not None and copied[0].sha256 != first.sha256
+        with pytest.raises(RedactedError):
+            dst.read_blob(copied[0].sha256)  # the stand-in is redacted too
+        again = copy_namespace(src, dst)  # a second run recognises the redacted version as the source's
+        assert (again.present, again.copied) == (3, 0)
+
+
+def test_a_copy_stopped_before_the_stand_ins_were_redacted_redacts_them_when_run_again(
+    places: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with opened("sqlite", places("a")) as src, opened("sqlite", places("b")) as dst:
+        redacted_history(src)
+
+        def killed(sha256: str) -> bool:
+            raise KeyboardInterrupt  # as if the run were stopped between the copy and the redaction
+
+        monkeypatch.setattr(dst, "redact_content", killed)
+        with pytest.raises(KeyboardInterrupt):
+            copy_namespace(src, dst)
+        stand_in = next(iter(dst.log()))
+        assert stand_in.sha256 is not None and dst.read_blob(stand_in.sha256).startswith(b"[content removed")
+        monkeypatch.undo()
+        report = copy_namespace(src, dst)
+        assert (report.present, report.copied) == (3, 0)
+        with pytest.raises(RedactedError):
+            dst.read_blob(stand_in.sha256)

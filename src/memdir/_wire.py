@@ -37,6 +37,7 @@ from .errors import (
     NotFoundError,
     PathError,
     RateLimitError,
+    RedactedError,
     StorageError,
     StorageFullError,
     StorageUnavailableError,
@@ -106,6 +107,9 @@ ERRORS: dict[str, ErrorCode] = {
         ErrorCode("unauthorized", 401, "No bearer token, an unknown one, or a revoked one."),
         ErrorCode("not_found", 404, "No file, directory, version or content there."),
         ErrorCode("route_not_found", 404, "No such endpoint."),
+        ErrorCode(
+            "redacted", 410, "That content was redacted: the versions that had it keep their record, not its bytes."
+        ),
         ErrorCode("method_not_allowed", 405, "The endpoint exists but not with this HTTP method."),
         ErrorCode("already_exists", 409, "The destination already holds a file or a directory."),
         ErrorCode("not_a_file", 409, "A file operation met a directory."),
@@ -167,6 +171,7 @@ _CODES_BY_CLASS: tuple[tuple[type[MemdirError], str], ...] = (
     (StorageFullError, "insufficient_storage"),
     (StorageError, "storage_error"),
     (PathError, "path_error"),
+    (RedactedError, "redacted"),
     (NotFoundError, "not_found"),
     (AlreadyExistsError, "already_exists"),
     (NotAFileError, "not_a_file"),
@@ -193,6 +198,7 @@ def code_for(exc: MemdirError) -> str:
 
 _SIMPLE_ERRORS: dict[str, type[MemdirError]] = {
     "not_found": NotFoundError,
+    "redacted": RedactedError,
     "already_exists": AlreadyExistsError,
     "not_a_file": NotAFileError,
     "not_a_directory": NotADirectoryError_,

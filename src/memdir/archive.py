@@ -7,7 +7,10 @@ An archive is a zip file with three kinds of member, and nothing else:
   of the history);
 - ``versions.jsonl``: every `Version` of the namespace's log, oldest first, one JSON object a line
   (`version_to_json`);
-- ``blobs/<sha256>``: the content of every version, once per distinct content.
+- ``blobs/<sha256>``: the content of every version, once per distinct content, except content that was
+  redacted in the exported store (`memdir.store.Store.redact_content`): the manifest lists those hashes under
+  ``redacted``, and import records such a version with a stand-in text (`redaction_stand_in`) that it then redacts,
+  so the imported version is redacted too (its content, hash and size are the stand-in's, the original's gone).
 
 Import replays the versions with `Store.import_version` (op, actor, session, source and time kept; numbers
 re-assigned by the target) into an *empty* namespace. The archive is untrusted input: before anything is
@@ -33,8 +36,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from ._version import __version__
-from .errors import AlreadyExistsError, ArchiveError, MemdirError, NotADirectoryError_
-from .store._base import Version, sha256_hex
+from .errors import AlreadyExistsError, ArchiveError, MemdirError, NotADirectoryError_, RedactedError
+from .store._base import Version, redaction_stand_in, sha256_hex
 from .store._json import version_from_json, version_to_json
 from .store.memory import MemoryStore
 
@@ -61,6 +64,7 @@ MANIFEST = "manifest.json"
 VERSIONS = "versions.jsonl"
 BLOBS = "blobs/"
 _BLOB_NAME = re.compile(r"blobs/([0-9a-f]{64})")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1024 * 1024
 MIB = 1024 * 1024
 
@@ -107,9 +111,9 @@ def export_namespace(
     temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
         with _private_file(temp) as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
-            _write_member(zf, MANIFEST, json.dumps(_manifest(summary), indent=2).encode())
             _write_member(zf, VERSIONS, "".join(json.dumps(version_to_json(v)) + "\n" for v in versions).encode())
-            _write_blobs(store, zf, versions, progress)
+            redacted = _write_blobs(store, zf, versions, progress)
+            _write_member(zf, MANIFEST, json.dumps(_manifest(summary, redacted), indent=2).encode())
         os.replace(temp, target)
     except OSError as exc:
         raise ArchiveError(f"could not write the archive: {exc.strerror or exc}") from exc
@@ -142,7 +146,7 @@ def _apply(state: dict[str, Version], version: Version) -> None:
         state[version.path.key] = version
 
 
-def _manifest(summary: ArchiveSummary) -> dict[str, Any]:
+def _manifest(summary: ArchiveSummary, redacted: set[str]) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -155,6 +159,7 @@ def _manifest(summary: ArchiveSummary) -> dict[str, Any]:
             "files": summary.files,
             "bytes": summary.bytes,
         },
+        "redacted": sorted(redacted),
     }
 
 
@@ -179,17 +184,24 @@ def _write_member(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
 
 def _write_blobs(
     store: Store, zf: zipfile.ZipFile, versions: list[Version], progress: Callable[[int, int], None] | None
-) -> None:
+) -> set[str]:
+    """Each distinct content once; returns the hashes of the content found redacted (no member for them)."""
     written: set[str] = set()
+    redacted: set[str] = set()
     for done, version in enumerate(versions, start=1):
         if version.sha256 is not None and version.sha256 not in written:
-            content = store.read_blob(version.sha256)  # each distinct content once
-            if sha256_hex(content) != version.sha256:
-                raise ArchiveError(f"version {version.version} of {version.path.virtual} does not match its hash")
-            _write_member(zf, BLOBS + version.sha256, content)
             written.add(version.sha256)
+            try:
+                content = store.read_blob(version.sha256)
+            except RedactedError:
+                redacted.add(version.sha256)
+            else:
+                if sha256_hex(content) != version.sha256:
+                    raise ArchiveError(f"version {version.version} of {version.path.virtual} does not match its hash")
+                _write_member(zf, BLOBS + version.sha256, content)
         if progress is not None:
             progress(done, len(versions))
+    return redacted
 
 
 # -- import -------------------------------------------------------------------------------------------------
@@ -221,7 +233,21 @@ def import_namespace(
                 ) from exc
             if progress is not None:
                 progress(done, len(versions))
+        _redact_stand_ins(store, reader.redacted)
     return summary
+
+
+def _redact_stand_ins(store: Store, redacted: set[str]) -> None:
+    """Redact the stand-ins written for content the archive's store had redacted (`_content_for`)."""
+    for sha in sorted(redacted):
+        try:
+            store.redact_content(sha256_hex(redaction_stand_in(sha)))
+        except MemdirError as exc:
+            why = str(exc).removeprefix("Error: ")
+            raise ArchiveError(
+                f"the history was imported, but the {len(redacted)} version(s) whose content was redacted in the "
+                f"archive's store hold a stand-in text that could not be redacted here: {why}"
+            ) from exc
 
 
 def _open_zip(path: str | os.PathLike[str]) -> zipfile.ZipFile:
@@ -246,6 +272,8 @@ def _content_for(reader: _Reader, version: Version) -> bytes | None:
     it as it is), the blob for anything else."""
     if version.sha256 is None or (version.op == "rename" and version.old_path is not None):
         return None
+    if version.sha256 in reader.redacted:
+        return redaction_stand_in(version.sha256)
     return reader.blob(version.sha256)
 
 
@@ -256,6 +284,7 @@ class _Reader:
         self.zf = zf
         self.limits = limits
         self._budget = limits.max_total_bytes  # decompressed bytes we are still willing to read
+        self.redacted: set[str] = set()  # content the exported store had redacted (the manifest's ``redacted``)
 
     def verify(self) -> tuple[ArchiveSummary, list[Version]]:
         """Check everything: names, sizes, manifest, every version, every blob's hash, and the replay."""
@@ -263,7 +292,8 @@ class _Reader:
         manifest = self._manifest()
         versions = self._versions()
         blob_sizes = {sha: self._hash_blob(sha) for sha in blob_names}
-        _check_blobs(versions, blob_sizes)
+        self.redacted = _redacted(manifest, versions, blob_sizes)
+        _check_blobs(versions, blob_sizes, self.redacted)
         _dry_run(versions)
         summary = _summarise(str(manifest["namespace"]), versions)
         _check_counts(manifest, summary)
@@ -394,10 +424,23 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
 
 
-def _check_blobs(versions: list[Version], blob_sizes: dict[str, int]) -> None:
+def _redacted(manifest: dict[str, Any], versions: list[Version], blob_sizes: dict[str, int]) -> set[str]:
+    """The manifest's ``redacted`` hashes, checked: each some version's content, none also held as a blob."""
+    listed = manifest.get("redacted", [])
+    if not isinstance(listed, list) or not all(isinstance(s, str) and _SHA256.fullmatch(s) for s in listed):
+        raise ArchiveError("manifest.json: 'redacted' must be a list of SHA-256 hashes")
+    redacted = set(listed)
+    if redacted - {v.sha256 for v in versions}:
+        raise ArchiveError("manifest.json lists redacted content that no version has")
+    if redacted & set(blob_sizes):
+        raise ArchiveError("manifest.json lists content as redacted that the archive holds")
+    return redacted
+
+
+def _check_blobs(versions: list[Version], blob_sizes: dict[str, int], redacted: set[str]) -> None:
     used = {v.sha256 for v in versions if v.sha256 is not None}
     for version in versions:
-        if version.sha256 is None:
+        if version.sha256 is None or version.sha256 in redacted:
             continue
         size = blob_sizes.get(version.sha256)
         if size is None:

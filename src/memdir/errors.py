@@ -4,6 +4,7 @@
 MemdirError
 ├── PathError              a virtual path the rules refuse (see memdir.paths)
 ├── NotFoundError          no file or directory at that path / no such version
+│   └── RedactedError      content removed by redaction (the version's record stays, its bytes are gone)
 ├── AlreadyExistsError     the destination is taken (create, rename, write with expect=MISSING)
 ├── NotAFileError          a file operation met a directory
 ├── NotADirectoryError_    a path goes *through* a file (``/memories/a.md/b.md``)
@@ -71,6 +72,7 @@ __all__ = [
     "ProviderError",
     "QuotaError",
     "RateLimitError",
+    "RedactedError",
     "SessionError",
     "StorageError",
     "StorageFullError",
@@ -122,6 +124,11 @@ class PathError(MemdirError):
 
 class NotFoundError(MemdirError):
     """Nothing at that path (or no such version)."""
+
+
+class RedactedError(NotFoundError):
+    """The content asked for was redacted (`Store.redact_content`): the versions that had it keep their record,
+    but the bytes are gone for good. A `NotFoundError`, so code that treats missing content alike still does."""
 
 
 class AlreadyExistsError(MemdirError):

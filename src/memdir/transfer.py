@@ -27,6 +27,11 @@ secret the source still holds raw (written before its policy redacted secrets) i
 version that differs from the source's only by such redactions counts as the same version when a run resumes
 or verifies (`memdir.gate.is_redaction_of`). The source's reads are one audit entry of the copy.
 
+**Redacted content.** A source version whose content was redacted (`Store.redact_content`) is copied with a
+stand-in text (`memdir.store._base.redaction_stand_in`), redacted in the destination once the history is copied:
+the copy's version is redacted too (content, hash and size the stand-in's; the original's are gone). A run that
+resumes or verifies counts the stand-in as the source's version.
+
 **Verification.** After copying, the destination's history must equal the source's (count and every version),
 its current files (paths and SHA-256) must be those the history ends with, and so must the source's: a source
 written to during the copy is reported (run again to copy what it gained).
@@ -45,10 +50,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError, MemdirError, TransferError
+from .errors import ConfigError, MemdirError, RedactedError, TransferError
 from .gate import Caller, GatedStore, is_redaction_of
 from .store import DEFAULT_NAMESPACE, open_store, url_scheme
-from .store._base import sha256_hex
+from .store._base import redaction_stand_in, sha256_hex
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -109,6 +114,7 @@ def copy_namespace(
     copied = 0
     if not dry_run:
         copied = _copy(src, dst, planned, present, progress)
+        _redact_stand_ins(dst, planned)
         _verify(src, dst, planned, final, same)
     return TransferReport(
         namespace=src.namespace,
@@ -147,6 +153,8 @@ class _Same:
             return True
         if have.sha256 is None or want.sha256 is None:
             return False
+        if have.sha256 == _stand_in_sha(want.sha256):  # the source's content was redacted (`_content`)
+            return True
         return is_redaction_of(self.dst.read_blob(have.sha256), self.src.read_blob(want.sha256))
 
 
@@ -207,10 +215,35 @@ def _content(src: Store, version: Version) -> bytes | None:
     for anything else, checked against its hash so damage in the source never spreads."""
     if version.sha256 is None or (version.op == "rename" and version.old_path is not None):
         return None
-    content = src.read_blob(version.sha256)
+    try:
+        content = src.read_blob(version.sha256)
+    except RedactedError:
+        return redaction_stand_in(version.sha256)
     if sha256_hex(content) != version.sha256:
         raise TransferError(f"the source's content for version {version.version} does not match its SHA-256")
     return content
+
+
+def _stand_in_sha(sha256: str) -> str:
+    return sha256_hex(redaction_stand_in(sha256))
+
+
+def _redact_stand_ins(dst: Store, planned: list[Version]) -> None:
+    """Redact the stand-ins `_content` wrote for redacted source content, this run's and an earlier one's."""
+    stand_ins = {
+        have.sha256
+        for have, want in zip(dst.log(), planned, strict=False)
+        if have.sha256 is not None and want.sha256 is not None and have.sha256 == _stand_in_sha(want.sha256)
+    }
+    for sha in sorted(stand_ins):
+        try:
+            dst.redact_content(sha)
+        except MemdirError as exc:
+            why = str(exc).removeprefix("Error: ")
+            raise TransferError(
+                f"the history was copied, but the versions whose content the source had redacted hold a stand-in "
+                f"text that could not be redacted in the destination: {why}"
+            ) from exc
 
 
 def _final_files(versions: list[Version]) -> dict[str, tuple[str, int]]:

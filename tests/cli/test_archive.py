@@ -15,7 +15,7 @@ import pytest
 
 from backends import BACKENDS, store_url
 from cli.helpers import Run
-from memdir import MISSING, Origin, StorageError, Store, Version, open_store
+from memdir import MISSING, Origin, RedactedError, StorageError, Store, Version, open_store
 from memdir.archive import ArchiveError, ArchiveLimits, export_namespace, import_namespace
 
 MODEL = Origin("model", "s-1")
@@ -84,11 +84,13 @@ def test_the_archive_layout(tmp_path: Path) -> None:
         manifest = json.loads(zf.read("manifest.json"))
         lines = zf.read("versions.jsonl").decode().splitlines()
         blobs = {name: zf.read(name) for name in names if name.startswith("blobs/")}
-    assert names[:2] == ["manifest.json", "versions.jsonl"]
+    assert names[0] == "versions.jsonl"
+    assert names[-1] == "manifest.json"  # written last: it lists the content found redacted on the way
     assert manifest["format"] == "memdir-archive"
     assert manifest["format_version"] == 1
     assert manifest["namespace"] == "default"
     assert manifest["counts"] == {"versions": 11, "blobs": 6, "files": 5, "bytes": 4 + 6 + 10 + len(PNG) + 4}
+    assert manifest["redacted"] == []
     assert json.loads(lines[0])["path"] == "/memories/notes.md"
     assert all(hashlib.sha256(data).hexdigest() == name.removeprefix("blobs/") for name, data in blobs.items())
 
@@ -392,3 +394,96 @@ def test_archives_written_before_times_were_iso_8601_still_import(run: Run, tmp_
     with open_store(copy) as store:
         assert [v.timestamp for v in store.log()] == times  # to the bit
         assert store.read("/memories/a.md").content == b"two\n"
+
+
+# -- content redacted in the exported store ------------------------------------------------------------------
+
+REDACTING = [kind for kind in BACKENDS if kind != "remote"]  # a remote store cannot redact (the server's API can)
+
+
+def redacted_history(store: Store) -> Version:
+    """A file whose first content was redacted after it was replaced, then renamed; returns that first version."""
+    first = store.write("/memories/keys.md", b"the old text, since redacted\n", origin=MODEL, op="create")
+    store.write("/memories/keys.md", b"the new text\n", origin=USER)
+    store.move("/memories/keys.md", "/memories/moved.md", origin=USER)
+    assert first.sha256 is not None and store.redact_content(first.sha256)
+    return first
+
+
+@pytest.mark.parametrize(("source", "target"), [(kind, "sqlite") for kind in REDACTING] + [("sqlite", "directory")])
+def test_redacted_content_travels_as_redacted(source: str, target: str, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    archive = tmp_path / "backup.zip"
+    with open_store(store_url(source, tmp_path / "a")) as original:
+        first = redacted_history(original)
+        summary = export_namespace(original, archive)
+        with open_store(store_url(target, tmp_path / "b"), namespace="copy") as copy:
+            assert import_namespace(copy, archive) == summary
+            copied = list(copy.log())
+            assert [(v.path, v.op, v.actor) for v in copied] == [(v.path, v.op, v.actor) for v in original.log()]
+            assert files_of(copy) == files_of(original) == {"/memories/moved.md": b"the new text\n"}
+            stand_in = copied[0]
+            assert stand_in.sha256 != first.sha256  # the original's hash is not carried over
+            with pytest.raises(RedactedError):
+                copy.read_version("/memories/keys.md", stand_in.version)
+            assert stand_in.sha256 is not None
+            with pytest.raises(RedactedError):
+                copy.read_blob(stand_in.sha256)
+    with zipfile.ZipFile(archive) as zf:
+        assert json.loads(zf.read("manifest.json"))["redacted"] == [first.sha256]
+        assert f"blobs/{first.sha256}" not in zf.namelist()
+
+
+def test_a_target_that_cannot_redact_says_so(tmp_path: Path) -> None:
+    archive = tmp_path / "backup.zip"
+    with open_store("memory:") as original:
+        redacted_history(original)
+        export_namespace(original, archive)
+    with (
+        open_store(store_url("remote", tmp_path), namespace="copy") as copy,
+        pytest.raises(ArchiveError, match="stand-in text that could not be redacted here"),
+    ):
+        import_namespace(copy, archive)
+
+
+@pytest.mark.parametrize(
+    ("redacted", "message"),
+    [
+        ("nope", "must be a list of SHA-256 hashes"),
+        (["A" * 64], "must be a list of SHA-256 hashes"),
+        (["0" * 64], "redacted content that no version has"),
+    ],
+)
+def test_a_forged_redacted_list_is_refused(redacted: object, message: str, tmp_path: Path) -> None:
+    archive = tmp_path / "backup.zip"
+    with open_store("memory:") as original:
+        redacted_history(original)
+        export_namespace(original, archive)
+    forged = tmp_path / "forged.zip"
+    with zipfile.ZipFile(archive) as zf, zipfile.ZipFile(forged, "w") as out:
+        for name in zf.namelist():
+            data = zf.read(name)
+            if name == "manifest.json":
+                data = json.dumps({**json.loads(data), "redacted": redacted}).encode()
+            out.writestr(name, data)
+    with open_store("memory:") as copy:
+        with pytest.raises(ArchiveError, match=message):
+            import_namespace(copy, forged)
+        assert not list(copy.log())
+
+
+def test_content_listed_as_redacted_but_held_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "backup.zip"
+    with open_store("memory:") as original:
+        kept = original.write("/memories/a.md", b"kept\n")
+        export_namespace(original, archive)
+    forged = tmp_path / "forged.zip"
+    with zipfile.ZipFile(archive) as zf, zipfile.ZipFile(forged, "w") as out:
+        for name in zf.namelist():
+            data = zf.read(name)
+            if name == "manifest.json":
+                data = json.dumps({**json.loads(data), "redacted": [kept.sha256]}).encode()
+            out.writestr(name, data)
+    with open_store("memory:") as copy, pytest.raises(ArchiveError, match="that the archive holds"):
+        import_namespace(copy, forged)

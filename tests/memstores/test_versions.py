@@ -4,6 +4,8 @@ filters, paging, views; redaction that takes the bytes out of the database and i
 from __future__ import annotations
 
 import hashlib
+import json
+import zipfile
 from pathlib import Path
 
 import anthropic
@@ -167,3 +169,28 @@ def audit_entries(store: object) -> list[dict[str, object]]:
     log = audit_log(store)  # type: ignore[arg-type]
     log.flush()
     return [e.to_json() for e in log.entries()]
+
+
+def test_redacted_content_reads_as_redacted_over_the_wire_and_exports(
+    server: LiveServer, api: anthropic.Anthropic, store_id: str, tmp_path: Path
+) -> None:
+    from memdir import RedactedError, open_store
+    from memdir.archive import export_namespace
+
+    memories, versions = api.beta.memory_stores.memories, api.beta.memory_stores.memory_versions
+    made = memories.create(store_id, path="/a.md", content="the old text")
+    memories.update(made.id, memory_store_id=store_id, content="the new text")
+    versions.redact(made.memory_version_id, memory_store_id=store_id)
+    sha = hashlib.sha256(b"the old text").hexdigest()
+    answer = httpx.get(
+        f"http://127.0.0.1:{server.port}/v1/blobs/{sha}",
+        headers={"Authorization": f"Bearer {server.token(store_id)}"},
+    )
+    assert (answer.status_code, answer.json()["error"]["code"]) == (410, "redacted")
+    with open_store(server.url_for(store_id)) as remote:
+        with pytest.raises(RedactedError):
+            remote.read_blob(sha)
+        summary = export_namespace(remote, tmp_path / "backup.zip")  # a backup of a store with redactions works
+    assert (summary.versions, summary.files) == (2, 1)
+    with zipfile.ZipFile(tmp_path / "backup.zip") as zf:
+        assert json.loads(zf.read("manifest.json"))["redacted"] == [sha]

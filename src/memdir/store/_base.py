@@ -221,6 +221,13 @@ def is_redacted(sha256: str, content: bytes) -> bool:
     return not content and sha256 != _EMPTY_SHA256
 
 
+def redaction_stand_in(sha256: str) -> bytes:
+    """What a copy of a history (`memdir export`/`import`, `migrate-store`) writes in place of content its source
+    no longer holds because it was redacted; the copy then redacts the stand-in, so the copied version is redacted
+    too. The original's hash is in the text only to make it unique: the stand-in's bytes go with the redaction."""
+    return f"[content removed by redaction in the source store: {sha256}]\n".encode()
+
+
 def as_path(path: PathLike) -> MemoryPath:
     """Accept a `MemoryPath`, or check a ``/memories/...`` string with the same rules the tool applies."""
     return path if isinstance(path, MemoryPath) else parse(path)

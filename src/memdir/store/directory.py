@@ -53,6 +53,7 @@ from ..errors import (
     NotAFileError,
     NotFoundError,
     PathError,
+    RedactedError,
     StorageError,
     storage_error_from_os,
 )
@@ -420,7 +421,7 @@ class DirectoryStore(Store):
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
         if is_redacted(sha256, content):
-            raise NotFoundError("that content was redacted: it is no longer stored")
+            raise RedactedError("that content was redacted: it is no longer stored")
         return content
 
     # -- internals ----------------------------------------------------------------------------------------

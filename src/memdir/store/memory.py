@@ -13,7 +13,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import AlreadyExistsError, ConflictError, NotADirectoryError_, NotAFileError, NotFoundError, PathError
+from ..errors import (
+    AlreadyExistsError,
+    ConflictError,
+    NotADirectoryError_,
+    NotAFileError,
+    NotFoundError,
+    PathError,
+    RedactedError,
+)
 from ..paths import MemoryPath
 from ._base import (
     ANY,
@@ -249,7 +257,7 @@ class MemoryStore(Store):
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
         if is_redacted(sha256, content):
-            raise NotFoundError("that content was redacted: it is no longer stored")
+            raise RedactedError("that content was redacted: it is no longer stored")
         return content
 
     # -- internals (callers hold the lock) ----------------------------------------------------------------

@@ -37,6 +37,7 @@ from ..errors import (
     NotAFileError,
     NotFoundError,
     PathError,
+    RedactedError,
 )
 from ..paths import MemoryPath
 from ._base import (
@@ -448,7 +449,7 @@ class PostgresStore(Store):
         if not rows:
             raise NotFoundError("no version of this namespace has that content")
         if is_redacted(sha256, bytes(rows[0][0])):
-            raise NotFoundError("that content was redacted: it is no longer stored")
+            raise RedactedError("that content was redacted: it is no longer stored")
         return bytes(rows[0][0])
 
     def redact_content(self, sha256: str) -> bool:

@@ -17,6 +17,7 @@ from ..errors import (
     NotAFileError,
     NotFoundError,
     PathError,
+    RedactedError,
 )
 from ..paths import MemoryPath
 from ._base import (
@@ -269,7 +270,7 @@ class SQLiteStore(Store):
         if content is None:
             raise NotFoundError("no version of this namespace has that content")
         if is_redacted(sha256, content):
-            raise NotFoundError("that content was redacted: it is no longer stored")
+            raise RedactedError("that content was redacted: it is no longer stored")
         return content
 
     # -- helpers ------------------------------------------------------------------------------------------

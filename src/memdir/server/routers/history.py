@@ -163,7 +163,7 @@ ENDPOINTS = (
         "history",
         parameters=({"name": "sha256", "in": "path", "required": True, "schema": {"type": "string"}},),
         responses={"200": binary("application/octet-stream", "The content.")},
-        errors=("not_found",),
+        errors=("not_found", "redacted"),
     ),
     Endpoint(
         "POST",

@@ -44,6 +44,7 @@ _BY_CODE: dict[str, _Kind] = {
     "unauthorized": _Kind(401, "authentication_error"),
     "not_found": _Kind(404, "not_found_error"),
     "route_not_found": _Kind(404, "not_found_error"),
+    "redacted": _Kind(404, "not_found_error"),
     "method_not_allowed": _Kind(405, "invalid_request_error"),
     "already_exists": _PATH_CONFLICT,
     "not_a_file": _PATH_CONFLICT,
