@@ -3,6 +3,7 @@ process killed mid-copy (SIGKILL) or interrupted (Ctrl-C) resumes where it stopp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -151,6 +152,14 @@ def copied_so_far(db: Path) -> int:
         return 0  # not created yet, or its tables not yet
 
 
+def held_after_a_kill(db: Path) -> int:
+    """The versions a killed copy committed, counted by a read-write connection: the first one to open a WAL
+    database after a crash rebuilds its index from the log, so it sees a commit whose frames reached the log just
+    before the kill; a read-only one may not, and would then count one version fewer than the resumed run."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute("SELECT count(*) FROM versions").fetchone()[0])
+
+
 def stop_mid_copy(process: subprocess.Popen[bytes], db: Path, sig: signal.Signals) -> None:
     """Send ``sig`` once the copy is under way (a few hundred versions in)."""
     deadline = time.monotonic() + 120
@@ -169,7 +178,7 @@ def test_a_copy_killed_with_sigkill_resumes_without_losing_or_doubling(
         stop_mid_copy(process, db, signal.SIGKILL)
         process.wait(60)
     assert process.returncode == -signal.SIGKILL
-    held = copied_so_far(db)
+    held = held_after_a_kill(db)
     assert 300 <= held < TOTAL
     result = run("migrate-store", big_source, f"sqlite://{db}")
     assert result.exit_code == 0, result.output
@@ -188,7 +197,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(run: Run, big_source: str, 
     )
     stop_mid_copy(process, db, signal.SIGINT)
     out, err = process.communicate(timeout=60)
-    held = copied_so_far(db)
+    held = held_after_a_kill(db)
     assert process.returncode == 130
     assert out == b""
     said = re.fullmatch(
