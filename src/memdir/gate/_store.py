@@ -135,7 +135,9 @@ class GatedStore(Store):
         case with any secret in it redacted (one screening per distinct name: `secrets_in_name` is cached)."""
         if path is None:
             return None
-        return _shown_as(self.rules.policy, path.virtual if isinstance(path, MemoryPath) else path)
+        if isinstance(path, MemoryPath):  # parsed already: its normal form is the virtual path
+            return _shown_valid(self.rules.policy, path.virtual)
+        return _shown_as(self.rules.policy, path)
 
     def shown(self, path: PathLike) -> str:
         """``path`` as the gate records and shows it: its normal form, any secret in it redacted (what a door says
@@ -586,6 +588,12 @@ def _shown_as(policy: WritePolicy, path: str) -> str:
     except PathError:
         shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
         return redacted_label(policy, shown) or ""
+    return _shown_valid(policy, virtual)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown_valid(policy: WritePolicy, virtual: str) -> str:
+    """`_shown_as` of a path in its normal form (a `MemoryPath`'s ``virtual``): no second parse."""
     found = secrets_in_name(policy, virtual)
     return redact(virtual, list(found))[0] if found else virtual
 
