@@ -26,6 +26,7 @@ from memdir import (
 from memdir.errors import TransferError
 from memdir.store._base import sha256_hex
 from memdir.transfer import copy_namespace, migrate_store
+from support.redaction import redacted_history
 
 MODEL = Origin("model", "s-1", "chat")
 USER = Origin("user", None, "cli")
@@ -523,15 +524,6 @@ def test_a_store_that_cannot_list_its_namespaces_says_so(monkeypatch: pytest.Mon
 
 
 # -- content redacted in the source ---------------------------------------------------------------------------
-
-
-def redacted_history(store: Store) -> Version:
-    """A file whose first content was redacted after it was replaced, then renamed; returns that first version."""
-    first = store.write("/memories/keys.md", b"the old text, since redacted\n", origin=MODEL, op="create")
-    store.write("/memories/keys.md", b"the new text\n", origin=USER)
-    store.move("/memories/keys.md", "/memories/moved.md", origin=USER)
-    assert first.sha256 is not None and store.redact_content(first.sha256)
-    return first
 
 
 @pytest.mark.parametrize(

@@ -226,9 +226,8 @@ def import_namespace(
             try:
                 store.import_version(version, _content_for(reader, version))
             except MemdirError as exc:
-                why = str(exc).removeprefix("Error: ")
                 raise ArchiveError(
-                    f"the import stopped at version {version.version} ({done} of {len(versions)}): {why}; "
+                    f"the import stopped at version {version.version} ({done} of {len(versions)}): {exc.reason}; "
                     f"the namespace holds the {done - 1} versions before it"
                 ) from exc
             if progress is not None:
@@ -243,10 +242,9 @@ def _redact_stand_ins(store: Store, redacted: set[str]) -> None:
         try:
             store.redact_content(sha256_hex(redaction_stand_in(sha)))
         except MemdirError as exc:
-            why = str(exc).removeprefix("Error: ")
             raise ArchiveError(
                 f"the history was imported, but the {len(redacted)} version(s) whose content was redacted in the "
-                f"archive's store hold a stand-in text that could not be redacted here: {why}"
+                f"archive's store hold a stand-in text that could not be redacted here: {exc.reason}"
             ) from exc
 
 
@@ -465,9 +463,7 @@ def _dry_run(versions: list[Version]) -> None:
                 _check_destination(rehearsal, version.path)
             rehearsal.import_version(version, None if moving else b"")
         except MemdirError as exc:
-            raise ArchiveError(
-                f"version {version.version} cannot be applied: {str(exc).removeprefix('Error: ')}"
-            ) from exc
+            raise ArchiveError(f"version {version.version} cannot be applied: {exc.reason}") from exc
         if moving and version.old_path is not None:
             before = state.get(version.old_path.key)
             if before is None or before.sha256 != version.sha256:

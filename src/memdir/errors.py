@@ -89,6 +89,12 @@ _MAX_ECHO = 1100
 class MemdirError(Exception):
     """The root of every error memdir raises on purpose."""
 
+    @property
+    def reason(self) -> str:
+        """The message without the ``Error: `` a path error starts with (SPEC.md's wording for the model), to be
+        quoted inside another message."""
+        return str(self).removeprefix("Error: ")
+
 
 class PathError(MemdirError):
     """A virtual path refused by the rules in `memdir.paths`.

@@ -199,10 +199,9 @@ def _copy(
         try:
             dst.import_version(version, _content(src, version))
         except MemdirError as exc:
-            why = str(exc).removeprefix("Error: ")
             raise TransferError(
                 f"the copy stopped at the source's version {version.version} ({done:,} of {total:,} versions "
-                f"copied before it): {why}; run the same command again to resume"
+                f"copied before it): {exc.reason}; run the same command again to resume"
             ) from exc
         done += 1
         if progress is not None:
@@ -239,10 +238,9 @@ def _redact_stand_ins(dst: Store, planned: list[Version]) -> None:
         try:
             dst.redact_content(sha)
         except MemdirError as exc:
-            why = str(exc).removeprefix("Error: ")
             raise TransferError(
                 f"the history was copied, but the versions whose content the source had redacted hold a stand-in "
-                f"text that could not be redacted in the destination: {why}"
+                f"text that could not be redacted in the destination: {exc.reason}"
             ) from exc
 
 

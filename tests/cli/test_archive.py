@@ -17,6 +17,7 @@ from backends import BACKENDS, store_url
 from cli.helpers import Run
 from memdir import MISSING, Origin, RedactedError, StorageError, Store, Version, open_store
 from memdir.archive import ArchiveError, ArchiveLimits, export_namespace, import_namespace
+from support.redaction import redacted_history
 
 MODEL = Origin("model", "s-1")
 USER = Origin("user", None, "cli")
@@ -401,15 +402,6 @@ def test_archives_written_before_times_were_iso_8601_still_import(run: Run, tmp_
 REDACTING = [kind for kind in BACKENDS if kind != "remote"]  # a remote store cannot redact (the server's API can)
 
 
-def redacted_history(store: Store) -> Version:
-    """A file whose first content was redacted after it was replaced, then renamed; returns that first version."""
-    first = store.write("/memories/keys.md", b"the old text, since redacted\n", origin=MODEL, op="create")
-    store.write("/memories/keys.md", b"the new text\n", origin=USER)
-    store.move("/memories/keys.md", "/memories/moved.md", origin=USER)
-    assert first.sha256 is not None and store.redact_content(first.sha256)
-    return first
-
-
 @pytest.mark.parametrize(("source", "target"), [(kind, "sqlite") for kind in REDACTING] + [("sqlite", "directory")])
 def test_redacted_content_travels_as_redacted(source: str, target: str, tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
@@ -447,6 +439,17 @@ def test_a_target_that_cannot_redact_says_so(tmp_path: Path) -> None:
         import_namespace(copy, archive)
 
 
+def with_redacted(archive: Path, redacted: object, forged: Path) -> Path:
+    """A copy of ``archive`` whose manifest lists ``redacted`` as the redacted content."""
+    with zipfile.ZipFile(archive) as zf, zipfile.ZipFile(forged, "w") as out:
+        for name in zf.namelist():
+            data = zf.read(name)
+            if name == "manifest.json":
+                data = json.dumps({**json.loads(data), "redacted": redacted}).encode()
+            out.writestr(name, data)
+    return forged
+
+
 @pytest.mark.parametrize(
     ("redacted", "message"),
     [
@@ -460,13 +463,7 @@ def test_a_forged_redacted_list_is_refused(redacted: object, message: str, tmp_p
     with open_store("memory:") as original:
         redacted_history(original)
         export_namespace(original, archive)
-    forged = tmp_path / "forged.zip"
-    with zipfile.ZipFile(archive) as zf, zipfile.ZipFile(forged, "w") as out:
-        for name in zf.namelist():
-            data = zf.read(name)
-            if name == "manifest.json":
-                data = json.dumps({**json.loads(data), "redacted": redacted}).encode()
-            out.writestr(name, data)
+    forged = with_redacted(archive, redacted, tmp_path / "forged.zip")
     with open_store("memory:") as copy:
         with pytest.raises(ArchiveError, match=message):
             import_namespace(copy, forged)
@@ -478,12 +475,6 @@ def test_content_listed_as_redacted_but_held_is_refused(tmp_path: Path) -> None:
     with open_store("memory:") as original:
         kept = original.write("/memories/a.md", b"kept\n")
         export_namespace(original, archive)
-    forged = tmp_path / "forged.zip"
-    with zipfile.ZipFile(archive) as zf, zipfile.ZipFile(forged, "w") as out:
-        for name in zf.namelist():
-            data = zf.read(name)
-            if name == "manifest.json":
-                data = json.dumps({**json.loads(data), "redacted": [kept.sha256]}).encode()
-            out.writestr(name, data)
+    forged = with_redacted(archive, [kept.sha256], tmp_path / "forged.zip")
     with open_store("memory:") as copy, pytest.raises(ArchiveError, match="that the archive holds"):
         import_namespace(copy, forged)

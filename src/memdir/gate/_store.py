@@ -23,38 +23,34 @@ re-screened as it will be committed. The backend below stays policy-free; `memdi
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from .._wire import code_for
 from ..errors import (
     AlreadyExistsError,
     BlockedError,
     ConflictError,
-    FileTooLargeError,
     HeldError,
-    MemdirError,
     NotFoundError,
     PathError,
     PolicyError,
 )
-from ..paths import MemoryPath, parse
+from ..paths import MemoryPath
 from ..policy.audit import AuditEntry, audit_log
-from ..policy.pipeline import redact
 from ..policy.quarantine import Quarantine
 from ..store._base import ANY, MISSING, Origin, Store, as_path, sha256_hex
 from ._caller import Caller
+from ._limits import as_text, check_size, effective_quota, is_image
 from ._receipt import _ACTIVE, Receipt
 from ._rules import Rules
+from ._scope import Scope, shown_as, shown_valid
 from ._screen import changed_spans, describe, held_text, redacted_label, rules, screen, secrets_in_name
 
 if TYPE_CHECKING:
-    import contextvars
     from collections.abc import Callable, Iterator
 
-    from ..policy.pipeline import Screened, WritePolicy
+    from ..policy.pipeline import Screened
     from ..search import SearchHit
     from ..store._base import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
     from ..store._chain import ChainReport
@@ -68,8 +64,6 @@ log = logging.getLogger("memdir.gate")
 _ADMIN_OPS = frozenset({"external", "import"})
 _WRITES = frozenset({"create", "write", "str_replace", "insert", "delete", "rename", "restore", "import", "edit"})
 _ACTED = frozenset({"warn", "redact", "quarantine", "block"})
-_IMAGES = {".png": b"\x89PNG\r\n\x1a\n", ".jpg": b"\xff\xd8\xff", ".jpeg": b"\xff\xd8\xff"}
-_MAX_SHOWN = 1100  # a refused path is recorded as sent: bound what a hostile one adds to the log
 
 
 class _Hold(Exception):
@@ -120,15 +114,15 @@ class GatedStore(Store):
 
     # -- a door's command -----------------------------------------------------------------------------------------
 
-    def call(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> _Scope:
+    def call(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> Scope:
         """One door command: the store operations made in the ``with`` block are recorded as one audit entry
         (``command``, the paths as sent). The door reads the outcome from the receipt it yields, and sets
         ``receipt.failed`` when the command failed without an exception."""
-        return _Scope(self, command, path, new_path, nested=False)
+        return Scope(self, command, path, new_path, nested=False)
 
-    def _op(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> _Scope:
+    def _op(self, command: str, path: PathLike | None = None, new_path: PathLike | None = None) -> Scope:
         """An operation: part of the door's command when one is open, else recorded on its own."""
-        return _Scope(self, command, path, new_path, nested=True)
+        return Scope(self, command, path, new_path, nested=True)
 
     def _shown(self, path: PathLike | None) -> str | None:
         """A path as the audit log keeps it: its normal form when it parses, else as sent (bounded), and in either
@@ -136,8 +130,8 @@ class GatedStore(Store):
         if path is None:
             return None
         if isinstance(path, MemoryPath):  # parsed already: its normal form is the virtual path
-            return _shown_valid(self.rules.policy, path.virtual)
-        return _shown_as(self.rules.policy, path)
+            return shown_valid(self.rules.policy, path.virtual)
+        return shown_as(self.rules.policy, path)
 
     def shown(self, path: PathLike) -> str:
         """``path`` as the gate records and shows it: its normal form, any secret in it redacted (what a door says
@@ -395,7 +389,7 @@ class GatedStore(Store):
         receipt: Receipt,
     ) -> Version:
         stored: list[bytes] = []
-        limits = self._effective_quota(quota)
+        limits = effective_quota(self.rules.quota, quota)
         # A backend that cannot check the limits in the write's transaction: the usage is read first (nothing
         # else is read inside its write lock), and the change checked against it.
         usage = self.inner.usage() if limits is not None and not self.inner.checks_quota else None
@@ -417,15 +411,15 @@ class GatedStore(Store):
 
     def _gated(self, target: MemoryPath, before: FileData | None, content: bytes, receipt: Receipt) -> bytes:
         """What may be stored at ``target`` for ``content``: sized, screened against ``before``, redacted."""
-        image = _is_image(target, content)
-        self._check_size(target, len(content), image)  # an oversize write is refused before it is screened
+        image = is_image(target, content)
+        check_size(self.rules.limits, target, len(content), image)  # an oversize write is refused before it is screened
         if image:
             return content  # not text: nothing to screen or redact in it
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError:
             return self._binary(target, content, receipt)
-        old = _text(before.content) if before is not None else None
+        old = as_text(before.content) if before is not None else None
         policy = self.rules.policy
         screened = screen(policy, text, changed_spans(old, text), untrusted=self.caller.untrusted)
         receipt.findings = screened.findings
@@ -436,7 +430,7 @@ class GatedStore(Store):
         if screened.outcome == "quarantine":
             raise _Hold(screened, before.sha256 if before is not None else None)
         stored = screened.text.encode("utf-8") if screened.text is not text else content
-        self._check_size(target, len(stored), image=False)
+        check_size(self.rules.limits, target, len(stored), image=False)
         receipt.regions = (screened.region,)
         return stored
 
@@ -545,111 +539,13 @@ class GatedStore(Store):
             rules=rules(findings),
         )
 
-    def _check_size(self, target: MemoryPath, size: int, image: bool) -> None:
-        limits = self.rules.limits
-        maximum = limits.max_image_bytes if image else limits.max_file_bytes
-        if maximum is not None and size > maximum:
-            kind = "image" if image else "file"
-            raise FileTooLargeError(
-                f"{target.virtual} would be {size:,} bytes, over the limit of {maximum:,} bytes per {kind}",
-                size=size,
-                maximum=maximum,
-                image=image,
-            )
-
-    def _effective_quota(self, quota: Quota | None) -> Quota | None:
-        """The rules' namespace limits, narrowed by a door's own ``quota``."""
-        own = self.rules.quota
-        if quota is None or own is None:
-            return quota or own
-        return dataclasses.replace(
-            own,
-            max_files=_least(own.max_files, quota.max_files),
-            max_bytes=_least(own.max_bytes, quota.max_bytes),
-        )
-
     def _quota(self, quota: Quota | None, added_files: int, added_bytes: int) -> Quota | None:
         """The limits to hand the backend for a new file (checked here first when the backend cannot)."""
-        limits = self._effective_quota(quota)
+        limits = effective_quota(self.rules.quota, quota)
         if limits is None:
             return None
         if self.inner.checks_quota:
             return limits
         if limits.can_refuse(added_files, added_bytes):
             limits.check(self.inner.usage(), added_files, added_bytes)
-        return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _shown_as(policy: WritePolicy, path: str) -> str:
-    """`GatedStore._shown` of a path string (cached: a command names its path once per store operation)."""
-    try:
-        virtual = parse(path).virtual
-    except PathError:
-        shown = path if len(path) <= _MAX_SHOWN else path[:_MAX_SHOWN] + "…"
-        return redacted_label(policy, shown) or ""
-    return _shown_valid(policy, virtual)
-
-
-@functools.lru_cache(maxsize=4096)
-def _shown_valid(policy: WritePolicy, virtual: str) -> str:
-    """`_shown_as` of a path in its normal form (a `MemoryPath`'s ``virtual``): no second parse."""
-    found = secrets_in_name(policy, virtual)
-    return redact(virtual, list(found))[0] if found else virtual
-
-
-class _Scope:
-    """`GatedStore.call` and `GatedStore._op` as one small context manager (a generator-based one costs several
-    times more, and every store operation enters one). ``nested``: join the door's open call when there is one."""
-
-    __slots__ = ("_command", "_gate", "_nested", "_new_path", "_path", "_receipt", "_token")
-
-    def __init__(
-        self, gate: GatedStore, command: str, path: PathLike | None, new_path: PathLike | None, *, nested: bool
-    ) -> None:
-        self._gate, self._command, self._path, self._new_path, self._nested = gate, command, path, new_path, nested
-        self._token: contextvars.Token[Receipt | None] | None = None
-
-    def __enter__(self) -> Receipt:
-        if self._nested:
-            found = _ACTIVE.get()
-            if found is not None:
-                if found.path is None and self._path is not None:  # a door that named no path: its first op's
-                    found.path = self._gate._shown(self._path)
-                self._receipt = found
-                return found
-        gate = self._gate
-        self._receipt = Receipt(self._command, gate._shown(self._path), gate._shown(self._new_path))
-        self._token = _ACTIVE.set(self._receipt)
-        return self._receipt
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if self._token is None:
-            return  # part of the door's call: it records
-        _ACTIVE.reset(self._token)
-        receipt = self._receipt
-        if exc is not None and not isinstance(exc, HeldError):  # held: the receipt says "quarantine"
-            # A refused command is recorded with the error's code (`conflict`, `not_found`...) and no content.
-            receipt.failed = True
-            receipt.sha256 = receipt.size = receipt.version = None
-            if isinstance(exc, MemdirError) and receipt.detail is None:
-                receipt.detail = code_for(exc)
-        self._gate._record(receipt)
-
-
-def _least(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _is_image(target: MemoryPath, content: bytes) -> bool:
-    """PNG and JPEG images (by name and magic bytes), which have a limit of their own and are not screened."""
-    suffix = "." + target.name.rsplit(".", 1)[-1].lower() if "." in target.name else ""
-    magic = _IMAGES.get(suffix)
-    return magic is not None and content.startswith(magic)
-
-
-def _text(content: bytes) -> str | None:
-    try:
-        return content.decode("utf-8")
-    except UnicodeDecodeError:
         return None
