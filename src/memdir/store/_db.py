@@ -184,7 +184,7 @@ class SqlDatabase:
         # In memory, one connection serves every thread, one statement group at a time.
         self._shared: sqlite3.Connection | None = None
         self._serial = threading.RLock() if location is None else None
-        self._writers = _writers_of(location)
+        self._writer_key = None if location is None else os.path.realpath(location)  # `_writers_of`
         self._ensured: set[str] = set()
         self._closed = False
         # Transactions running (`_Session`), and each thread's own: `close` waits for the other threads'.
@@ -320,18 +320,32 @@ _WRITERS: dict[str, threading.RLock] = {}
 _WRITERS_LOCK = threading.Lock()
 
 
-def _writers_of(location: str | Path | None) -> threading.RLock | None:
-    """The lock this process's write transactions on the database file ``location`` take before ``BEGIN
-    IMMEDIATE``, shared by every `SqlDatabase` on the file (a store's index and its auxiliary database are two).
-    SQLite makes a writer that finds the file locked sleep and retry, a millisecond or more each time: a command
-    that met the audit log's background flush would wait out a sleep long after the flush ended. A lock in the
-    process wakes it the moment the other writer commits; other processes are still kept out by SQLite's own lock.
-    """
-    if location is None:
+def _forget_writers() -> None:
+    """(A forked child.) The parent's other threads are not in the child, so a lock one of them held would never
+    be let go: the child's writers take new locks (`_writers_of` looks its lock up per transaction)."""
+    global _WRITERS_LOCK
+    _WRITERS_LOCK = threading.Lock()
+    _WRITERS.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_writers)
+
+
+def _writers_of(key: str | None) -> threading.RLock | None:
+    """The lock this process's write transactions on the database file ``key`` (its real path) take before
+    ``BEGIN IMMEDIATE``, shared by every `SqlDatabase` on the file (a store's index and its auxiliary database are
+    two). SQLite makes a writer that finds the file locked sleep and retry, a millisecond or more each time: a
+    command that met the audit log's background flush would wait out a sleep long after the flush ended. A lock in
+    the process wakes it the moment the other writer commits; other processes are still kept out by SQLite's own
+    lock."""
+    if key is None:
         return None  # in memory: `_serial` already runs one statement group at a time
-    key = os.path.realpath(location)
-    with _WRITERS_LOCK:
-        return _WRITERS.setdefault(key, threading.RLock())
+    lock = _WRITERS.get(key)
+    if lock is None:
+        with _WRITERS_LOCK:
+            lock = _WRITERS.setdefault(key, threading.RLock())
+    return lock
 
 
 class _Session:
@@ -344,7 +358,8 @@ class _Session:
 
     def __init__(self, db: SqlDatabase, doing: str, begin: str | None) -> None:
         self._db, self._doing, self._begin = db, doing, begin
-        self._serial = db._serial if db._serial is not None or begin != "BEGIN IMMEDIATE" else db._writers
+        writes = db._serial is None and begin == "BEGIN IMMEDIATE"
+        self._serial = _writers_of(db._writer_key) if writes else db._serial
 
     def __enter__(self) -> sqlite3.Connection:
         if self._serial is not None and not self._serial.acquire(timeout=_WRITE_WAIT):
