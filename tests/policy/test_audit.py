@@ -211,3 +211,39 @@ def test_a_command_method_called_directly_is_recorded_once(store: Store) -> None
         ("view", "/memories/a.md", "ok"),
         ("view", "/memories/a.md", "ok"),
     ]
+
+
+def test_closing_the_tool_waits_for_the_background_flush_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool's close returns once the batch the background thread took is written: the store can be closed
+    right after without that write opening the database again (it used to re-create the files of a store being
+    deleted)."""
+    monkeypatch.setattr(AuditLog, "max_records", 1)
+    url = f"sqlite://{tmp_path / 'm.db'}"
+    writing, release = threading.Event(), threading.Event()
+    order: list[str] = []
+    real_write = AuditLog._write
+
+    def slow_write(self: AuditLog, batch: list[object]) -> None:
+        if threading.current_thread().name == "memdir-audit-flush":
+            writing.set()
+            release.wait(30)
+        real_write(self, batch)  # type: ignore[arg-type]
+        order.append("written")
+
+    monkeypatch.setattr(AuditLog, "_write", slow_write)
+    store = open_store(url)
+    store.write("/memories/a.md", b"x")
+    tool = MemoryTool(store)
+    tool.execute({"command": "view", "path": "/memories/a.md"})
+    tool.execute({"command": "view", "path": "/memories/a.md"})  # the buffer is full: the thread takes it
+    assert writing.wait(30)
+    closer = threading.Thread(target=lambda: (tool.close(), order.append("closed")))
+    closer.start()
+    closer.join(0.5)  # blocked behind the write in flight (without the fix it returned at once, having nothing)
+    release.set()
+    closer.join(30)
+    store.close()
+    assert order == ["written", "written", "closed"]  # the thread's batch, then what close found, then close
+    assert _rows(url) == 2

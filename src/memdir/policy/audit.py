@@ -217,6 +217,9 @@ class AuditLog:
         self._buffer: list[AuditEntry] = []
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
+        # One flush at a time: a `flush` (a tool's close) returns once the background flush in flight is written,
+        # so the store can be closed after it without that write opening the database again.
+        self._flushing = threading.Lock()
         self._timer = False  # whether the background thread runs (`_start_timer`)
         self._closed = False
         self._ready = False
@@ -241,7 +244,13 @@ class AuditLog:
     def flush(self) -> None:
         """Write the buffered entries in one transaction. Failures are logged, never raised: the audit log must
         not break the command it records. Entries stay buffered (up to a bound) for the next try."""
+        with self._flushing:
+            self._flush(background=False)
+
+    def _flush(self, *, background: bool) -> None:
         with self._lock:
+            if background and self._db.closed:
+                return  # the store was closed meanwhile: the entries wait for a `flush` (or the exit's)
             batch, self._buffer = self._buffer, []
         if not batch or self._db.read_only:
             return
@@ -343,7 +352,8 @@ class AuditLog:
     def _run_timer(self) -> None:
         try:
             while self._due():
-                self.flush()
+                with self._flushing:
+                    self._flush(background=True)
         except BaseException:
             with self._lock:
                 self._timer = False
