@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from backends import LiveServer
 from memdir.server import ServerConfig
@@ -423,6 +423,38 @@ def test_a_revoked_token_signs_the_page_out_at_once(browser: Browser, server: Li
 
 
 # -- addresses, held writes, wide tables ---------------------------------------------------------------------------
+
+
+def test_a_view_that_loads_after_the_address_moved_on_is_not_shown(
+    browser: Browser, server: LiveServer, token: str
+) -> None:
+    """The overview's request is held back until the address has moved on and the next view is on screen: when it
+    is let go, the stale overview must not replace that view (it did, under load)."""
+    page, _ = open_page(browser, server, DESKTOP)
+    held: list[Route] = []
+
+    def hold_the_first(request: Route) -> None:
+        if held:
+            request.continue_()
+        else:
+            held.append(request)
+
+    page.route("**/v1/usage", hold_the_first)
+    sign_in(page, token)
+    for _ in range(750):  # until the overview has asked (its answer then waits), for 15 s at most
+        if held:
+            break
+        page.wait_for_timeout(20)
+    assert held, "the overview never asked for /v1/usage"
+    page.evaluate("location.hash = '#/file?p=/../../v1/review/1'")
+    alert = page.locator("#main [role=alert]")
+    expect(alert).to_contain_text("Nothing was requested.")
+    with page.expect_response("**/v1/usage") as answered:
+        held[0].continue_()
+    answered.value.finished()
+    page.wait_for_load_state("networkidle")
+    expect(alert).to_contain_text("Nothing was requested.")
+    expect(page.get_by_role("heading", name="Memory of alice")).to_have_count(0)
 
 
 def test_a_path_in_the_address_is_checked_before_anything_is_requested(

@@ -97,19 +97,25 @@ class GatedStore(Store):
     def with_caller(self, **changes: Any) -> GatedStore:
         """This gate for another caller (``actor=``, ``session=``, ``source=``, ``channel=``...), sharing the store,
         the rules and the audit buffer. A pinned caller keeps its actor, session, principal and admin flag."""
-        if self.caller.pinned:
+        caller = self.caller
+        if caller.pinned:
             for name in ("actor", "session", "principal", "admin", "pinned"):
                 changes.pop(name, None)
+        if all(getattr(caller, name) == value for name, value in changes.items()):
+            return self  # the same caller (a server's tool for the gate it made): nothing to copy
+        return self._twin(dataclasses.replace(caller, **changes))
+
+    def with_rules(self, rules: Rules) -> GatedStore:
+        twin = self._twin(self.caller)  # (also forgets the labels worked out under the old policy)
+        twin.rules = rules
+        twin._audit = audit_log(self.inner) if rules.audit else None
+        return twin
+
+    def _twin(self, caller: Caller) -> GatedStore:
         twin = GatedStore.__new__(GatedStore)
         twin.__dict__.update(self.__dict__)
         twin.__dict__.pop("_labels_cache", None)
-        twin.caller = dataclasses.replace(self.caller, **changes)
-        return twin
-
-    def with_rules(self, rules: Rules) -> GatedStore:
-        twin = self.with_caller()  # (also forgets the labels worked out under the old policy)
-        twin.rules = rules
-        twin._audit = audit_log(self.inner) if rules.audit else None
+        twin.caller = caller
         return twin
 
     # -- a door's command -----------------------------------------------------------------------------------------

@@ -462,9 +462,9 @@ def _unsendable(command: object) -> str | None:
 def _gate(store: Store, caller: Caller, limits: Limits | None, policy: WritePolicy | None, audit: bool) -> GatedStore:
     """The gate the tool works through: the store's own (for this tool's caller), or one made for it."""
     if isinstance(store, GatedStore):
-        gate = store.with_caller(
-            actor=caller.actor, session=caller.session, source=caller.source, channel=caller.channel
-        )
+        # No ``source`` given: the gate's stands (a server's gate carries the request's ``X-Memdir-Source``).
+        given = {"source": caller.source} if caller.source is not None else {}
+        gate = store.with_caller(actor=caller.actor, session=caller.session, channel=caller.channel, **given)
         if limits is None and policy is None and audit:
             return gate
         rules = gate.rules

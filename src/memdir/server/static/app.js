@@ -25,6 +25,7 @@
     dirty: false, // an edit with unsaved changes
     lastHash: "",
     blobUrl: null,
+    renders: 0, // counts renders: a view that finishes loading after the address moved on is not shown
   };
   const $ = (id) => document.getElementById(id);
 
@@ -457,6 +458,7 @@
       state.dirty = false;
     }
     state.lastHash = location.hash;
+    const ticket = ++state.renders;
     const { view, params } = parseHash();
     const show = VIEWS[view] || showOverview;
     document.body.dataset.view = VIEWS[view] ? view : "files";
@@ -466,6 +468,7 @@
       else link.removeAttribute("aria-current");
     }
     if (params.get("ns") && params.get("ns") !== state.namespace && !(await switchTo(params.get("ns")))) return;
+    if (ticket !== state.renders) return; // the address changed while switching namespace: that render shows it
     const refused = pathRefusal(params);
     state.current = refused ? null : params.get("p");
     if (state.current) revealInTree(state.current);
@@ -478,9 +481,11 @@
     try {
       if (refused) throw refused;
       const shown = await show(params);
+      if (ticket !== state.renders) return; // a later address is shown (or loading) already: this one is stale
       main.replaceChildren();
       add(main, [shown]);
     } catch (error) {
+      if (ticket !== state.renders) return;
       main.replaceChildren(h("h1", { tabindex: "-1" }, "Something went wrong"), failure(error, "Could not load this"));
     }
     const heading = main.querySelector("h1");
