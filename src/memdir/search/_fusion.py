@@ -67,13 +67,14 @@ class Weights:
     """The fusion's weights (each a ``[search]`` setting of the same name)."""
 
     # fts, neighbours and file: chosen leave-one-conversation-out on LoCoMo (fts 0.4 and neighbours 0.5 in three
-    # folds of five; file 0.3 in four); speaker and date: measured on all five conversations (docs/benchmarks.md).
+    # folds of five; file 0.3 in four); answer and unnamed too, in a second round (0.2 and 0.4 in four folds of
+    # five); speaker and date: measured on all five conversations (docs/benchmarks.md).
     fts: float = 0.4
     neighbours: float = 0.5
     speaker: float = 0.1
     date: float = 0.3
     file: float = 0.3
-    answer: float = 0.2  # chosen on LoCoMo with `unnamed` (docs/benchmarks.md)
+    answer: float = 0.2
     # hybrid: the share of the query's similarity taken from the query without the speakers' names it holds
     unnamed: float = 0.4
 
