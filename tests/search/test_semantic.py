@@ -264,6 +264,7 @@ def test_the_query_without_the_speakers_it_names() -> None:
     speakers = frozenset({"caroline", "melanie"})
     assert without_speakers("What did Caroline's friends think of Melanie?", speakers) == "What did friends think of"
     assert without_speakers("What did she research?", speakers) is None  # names no one
+    assert without_speakers("what did melanie say?", speakers) is None  # a name is written capitalised
     assert without_speakers("Caroline?", speakers) is None  # nothing else
     assert without_speakers("Where did Caroline go?", frozenset()) is None
 

@@ -123,17 +123,22 @@ def asks(text: str) -> bool:
 
 
 def without_speakers(query: str, speakers: frozenset[str]) -> str | None:
-    """``query`` without the words that name one of ``speakers`` (``"Caroline's"`` too), or None when it names
-    none of them (or is nothing else).
+    """``query`` without the capitalised words that name one of ``speakers`` (``"Caroline's"`` too), or None when
+    it names none of them (or is nothing else). Capitalised, as names are written: a note's ``Summary: ...``
+    line reads as a speaker too, and "the summary of the trip" should keep its word.
 
     Every line of a transcript starts with its speaker's name, so a query's embedding that holds the name is
     drawn to every line that names that person, whatever it says; the query without the name is drawn to what
     it asks about. Hybrid search mixes in a share (`Weights.unnamed`) of the similarity to it.
     """
-    kept = [w for w in query.split() if not set(_WORD.findall(_POSSESSIVE.sub("", w.lower()))) & speakers]
+    kept = [w for w in query.split() if not (w[:1].isupper() and _names(w) & speakers)]
     if len(kept) == len(query.split()) or not kept:
         return None
     return " ".join(kept)
+
+
+def _names(word: str) -> set[str]:
+    return set(_WORD.findall(_POSSESSIVE.sub("", word.lower())))
 
 
 def fuse(
