@@ -233,9 +233,79 @@ def test_a_named_speaker_and_a_named_date_lift_their_lines() -> None:
     assert ranked[0].score == ranked[1].score
 
 
+def test_the_line_after_a_question_is_lifted_but_never_above_another_file() -> None:
+    from memdir.search._fusion import Query, Weights, asks, fuse
+    from memdir.search._index import Candidate
+
+    assert asks("[D2:11] Joanna: How long have you had them?")
+    assert asks("Is this yours? [shares image: a photo of a turtle]")  # a trailing bracketed note is not the line
+    assert not asks("I've had them for 3 years now!") and not asks("Why? Because.")
+    # a.md: a question that matches the query, its answer, an unrelated line; b.md: one line matching a little less.
+    passages = {
+        1: Candidate(1, "a.md", 2, 2, "[D1:1] Joanna: How long have you had the turtles?", 0.0),
+        2: Candidate(2, "a.md", 3, 3, "[D1:2] Nate: Three years now, they bring me joy!", 0.0),
+        3: Candidate(3, "a.md", 4, 4, "[D1:3] Joanna: Lovely.", 0.0),
+        4: Candidate(4, "b.md", 2, 2, "[D2:1] Nate: My turtles love the new tank.", 0.0),
+    }
+    near = {1: [(2, 1), (3, 2)], 2: [(1, 1), (3, 1)], 3: [(2, 1), (1, 2)], 4: []}
+    sims = {1: 0.9, 2: 0.5, 3: 0.5, 4: 0.85}
+    query = Query.of("how long have the turtles been there")
+    plain = {f.chunk: f.score for f in fuse(passages, {}, sims, near, query, Weights(answer=0))}
+    lifted = fuse(passages, {}, sims, near, query, Weights(answer=2.0))
+    scores = {f.chunk: f.score for f in lifted}
+    assert scores[2] > plain[2] and scores[3] == pytest.approx(plain[3])  # only the line right after the question
+    assert [f.chunk for f in lifted][:2] == [2, 1]  # above the question in its file, just
+    assert scores[2] == pytest.approx(plain[1]) and scores[4] == pytest.approx(plain[4])
+
+
+def test_the_query_without_the_speakers_it_names() -> None:
+    from memdir.search._fusion import without_speakers
+
+    speakers = frozenset({"caroline", "melanie"})
+    assert without_speakers("What did Caroline's friends think of Melanie?", speakers) == "What did friends think of"
+    assert without_speakers("What did she research?", speakers) is None  # names no one
+    assert without_speakers("what did melanie say?", speakers) is None  # a name is written capitalised
+    assert without_speakers("Caroline?", speakers) is None  # nothing else
+    assert without_speakers("Where did Caroline go?", frozenset()) is None
+
+
+class _Recording:
+    """The local model, recording the queries it embeds."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.model = LocalModel()
+        self.queries: list[list[str]] = []
+
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        if query:
+            self.queries.append(list(texts))
+        return self.model.embed(texts, query=query)
+
+
+def test_hybrid_search_mixes_in_the_query_without_the_speakers_named(store: Store) -> None:
+    store.write(
+        "/memories/chat.md", b"2023-05-08\n[D1:1] Caroline: I went to a support group.\n[D1:2] Melanie: Nice!\n"
+    )
+    store.write("/memories/notes.md", b"Caroline likes tea.\n")
+    recording = _Recording()
+    searcher = Searcher(store, settings={}, provider=recording)
+    assert searcher.search("Where did Caroline go?", mode="hybrid").hits
+    assert recording.queries[-1] == ["Where did Caroline go?", "Where did go?"]
+    searcher.search("Where did she go?", mode="hybrid")
+    assert recording.queries[-1] == ["Where did she go?"]  # names no speaker: one embedding
+    off = Searcher(store, settings={"unnamed_weight": 0}, provider=recording)
+    off.search("Where did Caroline go?", mode="hybrid")
+    assert recording.queries[-1] == ["Where did Caroline go?"]
+
+
 def test_weights_come_from_the_settings(store: Store) -> None:
     assert Searcher(store, settings={"neighbour_weight": 0, "date_weight": 1.5}).weights.neighbours == 0
     assert Searcher(store, settings={"date_weight": 1.5}).weights.date == 1.5
+    assert Searcher(store, settings={"answer_weight": 0}).weights.answer == 0
+    with pytest.raises(Exception, match="unnamed_weight must be a number from 0 to 1"):
+        Searcher(store, settings={"unnamed_weight": 1.5})
     with pytest.raises(Exception, match="neighbour_weight must be a number from 0 to 10"):
         Searcher(store, settings={"neighbour_weight": "lots"})
     with pytest.raises(Exception, match="fts_weight must be a number from 0 to 1"):

@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..settings import load_settings
 from ..store._base import as_path, key_path
 from ._dates import SLACK_DAYS
-from ._fusion import NEIGHBOUR_WINDOW, Fused, Query, Weights, fuse
+from ._fusion import NEIGHBOUR_WINDOW, Fused, Query, Weights, fuse, speaker, without_speakers
 from ._hit import SearchHit
 from ._index import CHUNK_LINES, SearchIndex
 from ._providers import SEMANTIC_HINT, SemanticUnavailableError, provider_from_settings, semantic_installed
@@ -39,6 +39,8 @@ _WEIGHTS = {
     "speaker_weight": ("speaker", 10.0),
     "date_weight": ("date", 10.0),
     "file_weight": ("file", 10.0),
+    "answer_weight": ("answer", 10.0),
+    "unnamed_weight": ("unnamed", 1.0),
 }
 
 
@@ -105,7 +107,7 @@ class Searcher:
         passages = {c.chunk: c for c in full_text}
         similarity: Mapping[int, float] | None = None
         if vectors is not None and text.strip():
-            semantic, similarity = vectors.nearest(text, pool, prefix)
+            semantic, similarity = vectors.nearest(text, pool, prefix, self._blend(text, full_text))
             passages.update((c.chunk, c) for c in semantic if c.chunk not in passages)
         if self.weights.date:
             for span in query.spans:
@@ -119,6 +121,15 @@ class Searcher:
         fused = fuse(passages, bm25, similarity, near, query, self.weights, files)[:limit]
         best = fused[0].score if fused and fused[0].score > 0 else 1.0
         return [_hit(passages, near, f, rank, best) for rank, f in enumerate(fused, start=1)]
+
+    def _blend(self, text: str, found: list[Candidate]) -> tuple[str, float] | None:
+        """The query without the speakers it names, and its share of the similarity (`without_speakers`); the
+        speakers are those of the full-text candidates (a query naming someone finds that person's lines)."""
+        if not self.weights.unnamed:
+            return None
+        speakers = frozenset().union(*(speaker(c.text) for c in found))
+        other = without_speakers(text, speakers) if speakers else None
+        return None if other is None else (other, self.weights.unnamed)
 
     def vectors(self) -> VectorIndex:
         if self._vectors is None:

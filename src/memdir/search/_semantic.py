@@ -98,18 +98,25 @@ class VectorIndex:
         with _matrices_lock:
             _matrices.get(self.index.store.aux, {}).pop((self.index.ns, self.provider.name), None)
 
-    def similarities(self, query: str) -> tuple[_Matrix, NDArray[np.float32]]:
-        """The namespace's matrix and the cosine similarity of every passage to ``query``."""
+    def similarities(self, query: str, blend: tuple[str, float] | None = None) -> tuple[_Matrix, NDArray[np.float32]]:
+        """The namespace's matrix and the cosine similarity of every passage to ``query``; with ``blend`` (a second
+        text, a share), that share of each similarity is the similarity to the second text instead."""
         matrix = self._sync(None)[0]
-        vector = np.ascontiguousarray(self.provider.embed([query], query=True)[0], dtype=np.float32)
+        texts = [query] if blend is None else [query, blend[0]]
+        embedded = self.provider.embed(texts, query=True).astype(np.float32)
+        vector = embedded[0] if blend is None else (1 - blend[1]) * embedded[0] + blend[1] * embedded[1]
+        vector = np.ascontiguousarray(vector, dtype=np.float32)
         if matrix.vectors.shape[0] == 0:
             return matrix, np.zeros(0, dtype=np.float32)
         sims: NDArray[np.float32] = matrix.vectors @ vector  # one BLAS matrix-vector product
         return matrix, sims
 
-    def nearest(self, query: str, k: int, prefix: MemoryPath | None) -> tuple[list[Candidate], Mapping[int, float]]:
-        """The ``k`` passages closest to ``query`` (as candidates), and the similarity of every passage by id."""
-        matrix, sims = self.similarities(query)
+    def nearest(
+        self, query: str, k: int, prefix: MemoryPath | None, blend: tuple[str, float] | None = None
+    ) -> tuple[list[Candidate], Mapping[int, float]]:
+        """The ``k`` passages closest to ``query`` (as candidates), and the similarity of every passage by id
+        (``blend``: see `similarities`)."""
+        matrix, sims = self.similarities(query, blend)
         if sims.size == 0 or k < 1:
             return [], {}
         scores = sims
