@@ -11,12 +11,12 @@ import string
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memdir import scan
 from memdir.policy import _corpus, secrets
-from memdir.policy._rules import _WORD, word_start
+from memdir.policy._rules import _WORD, word_or_next_start, word_start
 from memdir.policy.secrets import SECRET_RULES, find_secrets
 
 if TYPE_CHECKING:
@@ -303,11 +303,12 @@ _PIECES = (
 
 
 def _may_start(rule: secrets.Rule, text: str, pos: int) -> bool:
-    """Whether a match of ``rule`` may start at ``pos``: a rule that reads a name (`word_start`) reads all of it,
-    not its tail (``KEY=`` of ``MONKEY=``); a URL starts with its scheme's first letter."""
+    """Whether a match of ``rule`` may start at ``pos``: a rule that reads a name (`word_start`,
+    `word_or_next_start`) reads all of it, not its tail (``KEY=`` of ``MONKEY=``); a URL starts with its scheme's
+    first letter."""
     if pos == 0:
         return True
-    if rule.anchor is word_start:
+    if rule.anchor in (word_start, word_or_next_start):
         return text[pos - 1] not in _WORD
     if rule.name in ("password-in-url", "token-in-url"):
         return not text[pos - 1].isascii() or not text[pos - 1].isalpha()
@@ -335,6 +336,8 @@ def _everywhere(text: str) -> list[tuple[str, int, int]]:
 
 
 @given(st.lists(_PIECES, max_size=10).map("".join).map(lambda t: t.swapcase() if len(t) % 5 == 0 else t))
+@example("pwd -us=AGE-SECRET-KEY-1")  # a name of one part takes the word before it: tried after that word too
+@example("sharedaccesskey=sharedaccesskey=0")
 @settings(max_examples=400, deadline=None)
 def test_the_gates_and_anchors_lose_nothing(text: str) -> None:
     assert [(m.rule, m.start, m.end) for m in find_secrets(text)] == _everywhere(text)

@@ -60,7 +60,7 @@ class Rule:
     places: Callable[[str], Iterable[int]] | None = None
     # Where to try the pattern, given where a hint starts (None: scan the text). A rule whose matches begin at
     # their hint, or at the start of the word around it, is tried at a handful of places instead of at every one.
-    anchor: Callable[[str, int], int | None] | None = None
+    anchor: Callable[[str, int], int | tuple[int, ...] | None] | None = None
     accept: Callable[[re.Match[str]], bool] | None = None  # a further check of a match (a placeholder is not one)
     # The part of the match that is secret (a URL's password, not the whole URL): a group, or the first of several
     # that took part (a value inside double, single or back quotes, or bare).
@@ -98,13 +98,30 @@ def before(count: int) -> Callable[[str, int], int | None]:
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
-def word_start(text: str, pos: int) -> int | None:
+def word_start(text: str, pos: int) -> int:
     """The anchor of a rule whose match starts with the identifier a hint is part of (``DB_PASSWORD`` for the hint
     ``pass``): the start of the run of identifier characters before ``pos`` (64 at most)."""
     start, stop = pos, max(0, pos - 64)
     while start > stop and text[start - 1] in _WORD:  # a loop: a regex anchored at `pos` would try every start
         start -= 1
     return start
+
+
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def word_or_next_start(text: str, pos: int) -> int | tuple[int, int]:
+    """`word_start`, and, where the hint lies in a word of letters followed by blanks, also the start of what
+    follows them: a name of one part takes the word before it as its own (``API key: ...``, ``pwd -us=...``,
+    `memdir.policy._rules_keyed`), so the match may start at the next word."""
+    start = word_start(text, pos)
+    end = pos
+    while end < len(text) and text[end] in _LETTERS:
+        end += 1
+    after = end
+    while after < len(text) and text[after] in " \t":
+        after += 1
+    return (start, after) if end < after < len(text) else start
 
 
 def back_over(chars: str, most: int) -> Callable[[str, int], int | None]:

@@ -14,7 +14,17 @@ import re
 from typing import TYPE_CHECKING
 
 from ._cards import card_check, may_be_card
-from ._rules import END, START, Rule, at_hint, back_over, has_marker, looks_random, placeholder, word_start
+from ._rules import (
+    END,
+    START,
+    Rule,
+    at_hint,
+    back_over,
+    has_marker,
+    looks_random,
+    placeholder,
+    word_or_next_start,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -292,9 +302,9 @@ KEYED_RULES: tuple[Rule, ...] = (
          re.compile(r"(?i:login)[ \t]+\S+[ \t]+(?i:password)[ \t]+(?P<secret>\S+)"), ("login",), fold=True,
          anchor=at_hint, accept=lambda m: _netrc_value(m.group("secret")), group="secret"),
     Rule("generic-secret", "a secret value assigned to a key, token or secret name", _ASSIGNMENT, _SECRET_HINTS,
-         fold=True, anchor=word_start, accept=_assigned("secret"), group=_VALUE, fallback=True),
+         fold=True, anchor=word_or_next_start, accept=_assigned("secret"), group=_VALUE, fallback=True),
     Rule("password", "a password assigned in configuration or code", _ASSIGNMENT, _PASSWORD_HINTS, fold=True,
-         anchor=word_start, accept=_assigned("password"), group=_VALUE, fallback=True),
+         anchor=word_or_next_start, accept=_assigned("password"), group=_VALUE, fallback=True),
     Rule("card-number", "a payment card number",
          # The look-behind after the first digit, not before it: a pattern that starts with a digit lets the
          # engine skip ahead to the next digit instead of trying every position (twice as fast on prose).

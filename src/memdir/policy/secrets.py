@@ -79,8 +79,10 @@ def _starts(order: int, text: str, occurrences: list[tuple[str, int, int]]) -> l
     for hint, start, _ in occurrences:
         if hint in lowered and (rule.fold or any(text.startswith(h, start) for h in cased[hint])):
             place = rule.anchor(text, start) if rule.anchor is not None else None
-            if place is not None:
+            if isinstance(place, int):
                 places.add(place)
+            elif place is not None:
+                places.update(place)
     return sorted(places)
 
 
