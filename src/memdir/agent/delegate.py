@@ -171,8 +171,6 @@ class _Delegation:
             self.parent.side_events.append(Notice(f"[sub-agent {name}] {line}"))
 
     def _child(self, spec: Subagent) -> tuple[Agent, Store | None]:
-        from .loop import Agent  # the loop offers this tool: import at call time
-
         parent = self.parent
         own = self._own_memory(spec)
         names = set(spec.tools) if spec.tools is not None else {t.name for t in parent.tools} - {DELEGATE}
@@ -191,7 +189,7 @@ class _Delegation:
             hooks={},  # the caller's hooks are about the caller's session
             subagents={},
         )
-        child = Agent(
+        child = type(parent)(  # the parent's own class: this module, which the loop imports, needs no import of it
             own or parent.store,
             provider=parent.provider,
             settings=settings,

@@ -18,7 +18,7 @@ from ..doctor import diagnose
 from ..gate import GatedStore
 from ..schema import migrate as migrate_schema
 from ..store import redact_url
-from . import Context, cli, fail_cleanly, pass_context
+from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import plural
 
 if TYPE_CHECKING:

@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..tool import MemoryTool
-from . import Context, cli, fail_cleanly, pass_context
+from ._events import drive, print_progress
+from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
-    from ..agent import Agent, AgentResult, Event
+    from ..agent import Agent
     from ..agent.sessions import SessionInfo
 
-__all__ = ["agent_options", "open_agent", "print_progress"]
+__all__ = ["agent_options", "open_agent"]
 
 
 def agent_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -87,27 +88,6 @@ def open_agent(state: Context, options: dict[str, Any], *, stream: bool) -> Agen
     except BaseException:
         provider.close()
         raise
-
-
-def print_progress(event: Event) -> None:
-    line = event.progress
-    if line:
-        click.echo(line, err=True)
-
-
-def drive(events: Iterator[Event], on_text: Callable[[str], None] | None = None) -> AgentResult:
-    """Consume one turn's events: progress on stderr, streamed text to ``on_text``; the result at the end."""
-    from ..agent import Finished, TextDelta
-
-    for event in events:
-        if isinstance(event, TextDelta):
-            if on_text is not None:
-                on_text(event.text)
-        elif isinstance(event, Finished):
-            return event.result
-        else:
-            print_progress(event)
-    raise click.ClickException("the agent stopped without an answer")
 
 
 @cli.command("run")

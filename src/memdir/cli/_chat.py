@@ -15,7 +15,7 @@ import click
 
 from ..config import data_dir
 from ..errors import MemdirError
-from ._agent import drive, print_progress
+from ._events import drive, print_progress
 from ._output import plural
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import ConfigError
-from . import Context, cli, fail_cleanly
+from ._group import Context, cli, fail_cleanly
 from ._output import echo_json, iso, plural
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import Context, _shown, cli, fail_cleanly, pass_context
+from ._group import Context, _shown, cli, fail_cleanly, pass_context
 from ._output import echo_json
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import click
 
 from ..paths import parse
 from ..tool import MemoryTool
-from . import Context, cli, fail_cleanly, pass_context
+from ._group import Context, cli, fail_cleanly, pass_context
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath

@@ -11,7 +11,7 @@ from ..archive import version_to_json
 from ..errors import NotAFileError, NotFoundError
 from ..paths import parse
 from ..store import Origin, Stat
-from . import Context, cli, fail_cleanly, pass_context
+from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, iso, print_rows, size, stdout_is_tty, version_number, write_bytes
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from ..policy.retention import apply as apply_gc
 from ..policy.retention import plan as plan_gc
 from ..policy.sweep import Located, sweep, texts_in_paths, texts_in_store
 from ..store import open_store, url_scheme
-from . import Context, cli, fail_cleanly, pass_context
+from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import duration, echo_json, iso, plural, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import click
 
 from ..paths import parse
 from ..search import hit_json, searcher
-from . import Context, cli, fail_cleanly, pass_context
+from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import echo_json, plural, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..store import open_store
-from . import Context, _shown, cli, fail_cleanly
+from ._group import Context, _shown, cli, fail_cleanly
 from ._output import duration, iso, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..config import data_dir
-from . import Context, cli, fail_cleanly
+from ._group import Context, cli, fail_cleanly
 from ._output import plural
 
 if TYPE_CHECKING:

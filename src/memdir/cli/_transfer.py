@@ -10,7 +10,7 @@ import click
 
 from .._format import human_size
 from ..transfer import migrate_store
-from . import Context, cli, fail_cleanly
+from ._group import Context, cli, fail_cleanly
 from ._output import plural
 
 if TYPE_CHECKING:
