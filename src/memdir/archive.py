@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from ._version import __version__
 from .errors import AlreadyExistsError, ArchiveError, MemdirError, NotADirectoryError_, RedactedError
-from .store._base import Version, redaction_stand_in, sha256_hex
+from .store._base import Version, redaction_stand_in, sha256_hex, stand_in_sha256
 from .store._json import version_from_json, version_to_json
 from .store.memory import MemoryStore
 
@@ -240,7 +240,7 @@ def _redact_stand_ins(store: Store, redacted: set[str]) -> None:
     """Redact the stand-ins written for content the archive's store had redacted (`_content_for`)."""
     for sha in sorted(redacted):
         try:
-            store.redact_content(sha256_hex(redaction_stand_in(sha)))
+            store.redact_content(stand_in_sha256(sha))
         except MemdirError as exc:
             raise ArchiveError(
                 f"the history was imported, but the {len(redacted)} version(s) whose content was redacted in the "

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from .errors import ConfigError, MemdirError, RedactedError, TransferError
 from .gate import Caller, GatedStore, is_redaction_of
 from .store import DEFAULT_NAMESPACE, open_store, url_scheme
-from .store._base import redaction_stand_in, sha256_hex
+from .store._base import redaction_stand_in, sha256_hex, stand_in_sha256
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -153,7 +153,7 @@ class _Same:
             return True
         if have.sha256 is None or want.sha256 is None:
             return False
-        if have.sha256 == _stand_in_sha(want.sha256):  # the source's content was redacted (`_content`)
+        if have.sha256 == stand_in_sha256(want.sha256):  # the source's content was redacted (`_content`)
             return True
         return is_redaction_of(self.dst.read_blob(have.sha256), self.src.read_blob(want.sha256))
 
@@ -223,16 +223,12 @@ def _content(src: Store, version: Version) -> bytes | None:
     return content
 
 
-def _stand_in_sha(sha256: str) -> str:
-    return sha256_hex(redaction_stand_in(sha256))
-
-
 def _redact_stand_ins(dst: Store, planned: list[Version]) -> None:
     """Redact the stand-ins `_content` wrote for redacted source content, this run's and an earlier one's."""
     stand_ins = {
         have.sha256
         for have, want in zip(dst.log(), planned, strict=False)
-        if have.sha256 is not None and want.sha256 is not None and have.sha256 == _stand_in_sha(want.sha256)
+        if have.sha256 is not None and want.sha256 is not None and have.sha256 == stand_in_sha256(want.sha256)
     }
     for sha in sorted(stand_ins):
         try:

@@ -4,8 +4,10 @@ and a writer that waits too long gets a clear error, not a hang."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,28 @@ def test_two_database_objects_on_one_file_share_the_writers_lock(tmp_path: Path)
     second.close()
 
 
+@contextlib.contextmanager
+def held_by_another_thread(db: SqlDatabase) -> Iterator[None]:
+    """This process's writers' lock of ``db``'s file, held by another thread while the block runs."""
+    lock = _db._writers_of(db._writer_key)
+    assert lock is not None
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join()
+
+
 def _write_in_child(path: str, done: multiprocessing.Queue[str]) -> None:
     db = SqlDatabase(path)
     try:
@@ -63,55 +87,26 @@ def test_a_forked_child_does_not_inherit_a_lock_held_by_a_parents_thread(
 ) -> None:
     db = made(tmp_path / "a.db")
     monkeypatch.setattr(_db, "_WRITE_WAIT", 5.0)
-    lock = _db._writers_of(db._writer_key)
-    assert lock is not None
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:  # the process lock only: SQLite's own lock is not held, so only ours could stop the child
-        with lock:
-            held.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(10)
     context = multiprocessing.get_context("fork")
     done: multiprocessing.Queue[str] = context.Queue()
-    child = context.Process(target=_write_in_child, args=(str(tmp_path / "a.db"), done))
-    child.start()
-    try:
+    # The process lock only: SQLite's own lock is not held, so only ours could stop the child.
+    with held_by_another_thread(db):
+        child = context.Process(target=_write_in_child, args=(str(tmp_path / "a.db"), done))
+        child.start()
         assert done.get(timeout=30) == "written"
-    finally:
-        release.set()
-        holder.join()
-        child.join(10)
-        db.close()
+    child.join(10)
+    db.close()
 
 
 def test_a_writer_that_waits_too_long_is_told_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = made(tmp_path / "a.db")
     monkeypatch.setattr(_db, "_WRITE_WAIT", 0.05)
-    lock = _db._writers_of(db._writer_key)
-    assert lock is not None
-    taken, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with lock:
-            taken.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert taken.wait(10)
-    try:
-        with (
-            pytest.raises(StorageError, match="could not write: the store is busy with another write; try again"),
-            db.transaction("write"),
-        ):
-            pass
-    finally:
-        release.set()
-        holder.join()
+    with (
+        held_by_another_thread(db),
+        pytest.raises(StorageError, match="could not write: the store is busy with another write; try again"),
+        db.transaction("write"),
+    ):
+        pass
     with db.transaction("write") as conn:  # and nothing is left locked by the refusal
         conn.execute("INSERT INTO t VALUES (4)")
     db.close()

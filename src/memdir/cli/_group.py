@@ -134,7 +134,7 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except MemdirError as exc:
             # Path errors carry the tool's wording ("Error: Path ..."); click adds its own "Error: ".
-            raise click.ClickException(str(exc).removeprefix("Error: ")) from exc
+            raise click.ClickException(exc.reason) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:

@@ -138,7 +138,7 @@ def _unreadable(exc: OSError | MemdirError) -> str:
         return exc.args[0]
     if isinstance(exc, OSError):
         return f"{exc.filename or 'input'}: {exc.strerror or 'cannot be read'}"
-    return str(exc).removeprefix("Error: ")
+    return exc.reason
 
 
 @cli.group(invoke_without_command=True)

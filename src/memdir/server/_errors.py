@@ -63,7 +63,7 @@ def exception_response(exc: BaseException) -> Response:
 def _from_memdir(exc: MemdirError) -> ApiError:
     code = code_for(exc)
     # Messages of MemdirError are safe to show by contract (backends translate OSError without host paths).
-    message = str(exc).removeprefix("Error: ")
+    message = exc.reason
     if isinstance(exc, PathError):
         return ApiError(code, message, path=exc.shown, kind=exc.kind, why=exc.why)
     if isinstance(exc, ConflictError):

@@ -228,6 +228,11 @@ def redaction_stand_in(sha256: str) -> bytes:
     return f"[content removed by redaction in the source store: {sha256}]\n".encode()
 
 
+def stand_in_sha256(sha256: str) -> str:
+    """The SHA-256 of `redaction_stand_in` for ``sha256``: how a copy's redacted version is told from others."""
+    return sha256_hex(redaction_stand_in(sha256))
+
+
 def as_path(path: PathLike) -> MemoryPath:
     """Accept a `MemoryPath`, or check a ``/memories/...`` string with the same rules the tool applies."""
     return path if isinstance(path, MemoryPath) else parse(path)

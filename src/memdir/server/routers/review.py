@@ -123,7 +123,7 @@ def _decision_error(quarantine: Review, item_id: int, exc: PolicyError) -> ApiEr
     status = quarantine.get(item_id).status
     if status != "pending":
         return ApiError("already_decided", f"quarantined write #{item_id} was already {status}")
-    return ApiError("no_longer_applies", str(exc).removeprefix("Error: "))
+    return ApiError("no_longer_applies", exc.reason)
 
 
 async def _reason(call: Call) -> str | None:

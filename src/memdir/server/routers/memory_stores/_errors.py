@@ -119,7 +119,7 @@ class AnthropicErrors:
             return _BY_CODE["unavailable"], str(exc), {}, {"Retry-After": str(RETRY_UNAVAILABLE_SECONDS)}
         if isinstance(exc, MemdirError):
             # Messages of MemdirError are safe to show by contract (no host paths, no secrets).
-            return _BY_CODE.get(code_for(exc), _INVALID), str(exc).removeprefix("Error: "), {}, {}
+            return _BY_CODE.get(code_for(exc), _INVALID), exc.reason, {}, {}
         log.error("unexpected error while serving a request", exc_info=exc)
         return _INTERNAL, "internal error; the details are in the server log", {}, {}
 
