@@ -241,9 +241,12 @@ def test_closing_the_tool_waits_for_the_background_flush_in_flight(
     assert writing.wait(30)
     closer = threading.Thread(target=lambda: (tool.close(), order.append("closed")))
     closer.start()
-    closer.join(0.5)  # blocked behind the write in flight (without the fix it returned at once, having nothing)
+    closer.join(0.5)  # without the fix it returned at once, having nothing to write itself
+    assert closer.is_alive()  # blocked behind the write in flight, which cannot end before `release`
     release.set()
     closer.join(30)
     store.close()
-    assert order == ["written", "written", "closed"]  # the thread's batch, then what close found, then close
+    # The thread's batch is written before close returns (the thread may have taken both entries, or close
+    # the second: either way nothing is written after "closed").
+    assert order[-1] == "closed" and order.count("written") in (1, 2)
     assert _rows(url) == 2
