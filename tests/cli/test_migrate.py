@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memdir import open_store
-from memdir.store._sql import migrations as sqlite_migrations
+from memdir.store._schema import migrations as sqlite_migrations
 from memdir.store.postgres import migrations as postgres_migrations
 
 from .helpers import Run

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from memdir import MemoryTool, open_store
 from memdir.cli import cli
 from memdir.policy.integrity import IntegrityReport
-from memdir.store._sql import migrations as sqlite_migrations
+from memdir.store._schema import migrations as sqlite_migrations
 from support.postgres import database_url
 
 
