@@ -56,6 +56,33 @@ def test_bad_paths_missing_files_and_bad_versions(
     assert_one_line_error(run(*args, store=sqlite_url), message)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["cat", "/memories/a\nb.md"],
+            "Path /memories/a\\nb.md is not allowed: it contains a control character (U+000A)",
+        ),
+        (
+            ["cat", "/memories/a\x1b[31mred.md"],
+            "Path /memories/a\\x1b[31mred.md is not allowed: it contains a control character (U+001B)",
+        ),
+        (["write", "/memories/b.md", "no\nsuch\r"], "cannot read no\\nsuch\\r: No such file or directory"),
+        (
+            ["cat", "/memories/\u202egnp.md"],
+            "Path /memories/\\u202egnp.md is not allowed: it contains an invisible formatting character (U+202E)",
+        ),
+    ],
+)
+def test_what_an_error_quotes_cannot_break_its_line_or_reach_the_terminal_raw(
+    run: Run, sqlite_url: str, opened: Store, args: list[str], message: str
+) -> None:
+    """A path or file name quoted in an error has its control characters (and invisible format characters such as
+    a right-to-left override) escaped: the error stays one line, and no escape sequence reaches the terminal."""
+    seed(opened)
+    assert_one_line_error(run(*args, store=sqlite_url), message)
+
+
 def test_an_unknown_store_scheme(run: Run) -> None:
     assert_one_line_error(
         run("ls", store="bogus:somewhere"),
