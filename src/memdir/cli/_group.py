@@ -192,7 +192,28 @@ def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
     )(wrapped)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The ``memdir`` group: an error from any command (click's own usage errors included) is shown on one line,
+    with control characters escaped, whatever input it quotes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            # The message only (click declares it final): the exception keeps its class, exit status and usage.
+            exc.__dict__["message"] = _one_line(exc.message)
+            raise
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its control characters escaped (``\\n``, ``\\x1b``): a file name or path quoted in an error
+    must not break the error's one line, nor send escape sequences to the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memdir")
 @click.option(
     "--store",
