@@ -72,6 +72,20 @@ def test_remember_in_one_process_recall_in_the_next(
     assert "The user does not eat spicy food; avoid spicy restaurants." in backfill
 
 
+def test_the_answer_and_the_progress_cannot_act_on_the_terminal(
+    anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model led to answer with an escape sequence (or to name one in a tool call) cannot erase lines or set the
+    window title of the terminal it runs in: on a terminal what would act is shown escaped; a pipe gets the answer."""
+    monkeypatch.setattr("memdir.cli._agent.stdout_is_tty", lambda: True)
+    hostile = {"command": "view", "path": "/memories/\x1b]0;pwned\x07.md"}
+    anthropic_server.script(tool_use_reply([("memory", hostile)]), text_reply("Done.\x1b[2K\x1b[1A \u202eok"))
+    result = invoke("run", "--store", str(tmp_path / "m"), "Hi")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Done.\\x1b[2K\\x1b[1A \\u202eok\n"
+    assert "\x1b" not in result.stderr and "\\x1b]0;pwned\\x07" in result.stderr
+
+
 def test_json_output(anthropic_server: FakeAnthropicServer, api_env: dict[str, str], tmp_path: Path) -> None:
     anthropic_server.script(text_reply("Four."))
     result = invoke("run", "--store", str(tmp_path / "m"), "--json", "2+2?")

@@ -16,7 +16,7 @@ import click
 from ..tool import MemoryTool
 from ._events import drive, print_progress
 from ._group import Context, cli, fail_cleanly, pass_context
-from ._output import echo_json, print_rows, stdout_is_tty
+from ._output import echo_json, print_rows, shown, stdout_is_tty
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,7 +111,7 @@ def run_command(state: Context, prompt: str, as_json: bool, **options: Any) -> N
         if as_json:
             echo_json(result.as_json())
         else:
-            click.echo(result.answer)
+            click.echo(shown(result.answer) if stdout_is_tty() else result.answer)
         wrap_up(agent)
     finally:
         agent.close()
@@ -189,7 +189,7 @@ def init(
     if not template:
         agent = open_agent(state, {**options, "wrap_up": False}, stream=False)
         try:
-            click.echo(drive(agent.stream(initializer_prompt(plan))).answer)
+            click.echo(shown(drive(agent.stream(initializer_prompt(plan))).answer))
         finally:
             agent.close()
     with MemoryTool(state.store(), actor="user") as tool:

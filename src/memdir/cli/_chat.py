@@ -16,7 +16,7 @@ import click
 from ..config import data_dir
 from ..errors import MemdirError
 from ._events import drive, print_progress
-from ._output import plural
+from ._output import plural, shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
@@ -103,7 +103,7 @@ class Chat:
 
             def show(delta: str) -> None:
                 text.append(delta)
-                live.update(Markdown("".join(text)))
+                live.update(Markdown(shown("".join(text))))
 
             drive(events, on_text=show)
 
@@ -170,7 +170,7 @@ class Chat:
 
 
 def _write(text: str) -> None:
-    sys.stdout.write(text)
+    sys.stdout.write(shown(text))
     sys.stdout.flush()
 
 

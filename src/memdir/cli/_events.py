@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._output import shown
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -18,7 +20,7 @@ __all__ = ["drive", "print_progress"]
 def print_progress(event: Event) -> None:
     line = event.progress
     if line:
-        click.echo(line, err=True)
+        click.echo(shown(line, cell=True), err=True)  # it quotes the model's tool calls
 
 
 def drive(events: Iterator[Event], on_text: Callable[[str], None] | None = None) -> AgentResult:

@@ -12,7 +12,7 @@ from ..errors import NotAFileError, NotFoundError
 from ..paths import parse
 from ..store import Origin, Stat
 from ._group import Context, cli, fail_cleanly, pass_context
-from ._output import echo_json, iso, print_rows, size, stdout_is_tty, version_number, write_bytes
+from ._output import echo_json, iso, print_rows, shown, size, stdout_is_tty, version_number, write_bytes
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath
@@ -123,7 +123,7 @@ def diff(state: Context, path: str, v1: str | None, v2: str | None) -> None:
     second = None if v2 is None else version_number(v2)
     lines = unified_diff(state.store(), parse(path), first, second)
     for line in lines:
-        click.echo(_colour(line), nl=False)
+        click.echo(_colour(shown(line)), nl=False)
 
 
 @cli.command()

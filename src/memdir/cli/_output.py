@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,23 @@ from .._format import human_size
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+
+# What a terminal would act on instead of showing: C0 controls but tab and newline (an escape sequence can move the
+# cursor, erase lines, set the window title or the clipboard), DEL, C1 controls, and the bidirectional controls that
+# reorder a line as shown ("Trojan Source"). Memory holds what a model wrote, and a model can be led to write
+# anything: a held write shown for review must read on screen as it will be stored.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_CELL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str, *, cell: bool = False) -> str:
+    """``text`` safe to print: what a terminal would act on escaped as ``\\x1b``, ``\\u202e``... Tabs and line
+    breaks are kept, unless ``cell`` (a table cell, or a tab-separated field: one line, no tab)."""
+    unsafe = _UNSAFE_CELL if cell else _UNSAFE
+    if unsafe.search(text) is None:
+        return text
+    return unsafe.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def stdout_is_tty() -> bool:
@@ -58,21 +76,28 @@ def echo_json(data: object) -> None:
 
 
 def write_bytes(data: bytes) -> None:
+    """A file's content: byte for byte into a pipe or a file; on a terminal, as text with what the terminal would
+    act on escaped (`shown`)."""
+    if stdout_is_tty():
+        click.echo(shown(data.decode("utf-8", "replace")), nl=False)
+        return
     click.echo(data, nl=False)  # bytes go to the binary stream untouched
 
 
 def print_rows(headers: Sequence[str], rows: Sequence[Sequence[str]], tty: bool) -> None:
     """A table on a terminal; without one, tab-separated lines and no header, ready for ``cut`` or ``awk``."""
+    cells = [[shown(cell, cell=True) for cell in row] for row in rows]
     if not tty:
-        for row in rows:
+        for row in cells:
             click.echo("\t".join(row))
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(*headers, box=None, header_style="bold")
-    for row in rows:
-        table.add_row(*row)
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))  # Text: a "[...]" in a label is not rich markup
     console = Console(file=sys.stdout)
     # Never squeeze a column into "…": a hash or a time cut short is useless. A narrow terminal wraps lines.
     console.width = max(console.width, console.measure(table, options=console.options.update_width(10_000)).maximum)

@@ -23,7 +23,7 @@ from ..policy.retention import plan as plan_gc
 from ..policy.sweep import Located, sweep, texts_in_paths, texts_in_store
 from ..store import open_store, url_scheme
 from ._group import Context, cli, fail_cleanly, pass_context
-from ._output import duration, echo_json, iso, plural, print_rows, stdout_is_tty
+from ._output import duration, echo_json, iso, plural, print_rows, shown, stdout_is_tty
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -130,7 +130,7 @@ def _check_local_store(scheme: str, url: str) -> None:
 
 def _scan_line(item: Located) -> str:
     f = item.finding
-    return f"{item.where}:{f.line}: {f.kind}:{f.rule} ({f.action})  {item.preview}"
+    return shown(f"{item.where}:{f.line}: {f.kind}:{f.rule} ({f.action})  {item.preview}", cell=True)
 
 
 def _unreadable(exc: OSError | MemdirError) -> str:
@@ -295,14 +295,16 @@ def gc(state: Context, apply_: bool, keep_versions: str | None) -> None:
 
 def _print_held(quarantine: ReviewQueue, item: HeldWrite) -> None:
     rules = ", ".join(f"{f.kind}:{f.rule} (line {f.line})" for f in item.findings)
-    who = item.actor + (f", session {item.session}" if item.session else "")
-    click.echo(click.style(f"#{item.id}", bold=True) + f" {item.status}  {iso(item.ts)}  {item.command.get('command')} "
-               f"{item.path}  by {who}")  # fmt: skip
+    who = shown(item.actor + (f", session {item.session}" if item.session else ""), cell=True)
+    command = shown(str(item.command.get("command")), cell=True)
+    click.echo(
+        click.style(f"#{item.id}", bold=True) + f" {item.status}  {iso(item.ts)}  {command} {item.path}  by {who}"
+    )
     if item.source:
-        click.echo(f"    source: {item.source}")
+        click.echo(f"    source: {shown(item.source, cell=True)}")
     click.echo(f"    found: {rules}")
-    for line in quarantine.diff(item):
-        click.echo("    " + line.rstrip("\n"))
+    for line in quarantine.diff(item):  # shown as stored: nothing in it may act on the reviewer's terminal
+        click.echo("    " + shown(line.rstrip("\n"), cell=True))
     click.echo()
 
 

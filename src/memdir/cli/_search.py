@@ -9,7 +9,7 @@ import click
 from ..paths import parse
 from ..search import hit_json, searcher
 from ._group import Context, cli, fail_cleanly, pass_context
-from ._output import echo_json, plural, print_rows, stdout_is_tty
+from ._output import echo_json, plural, print_rows, shown, stdout_is_tty
 
 if TYPE_CHECKING:
     from ..search import Found, SearchHit
@@ -101,7 +101,7 @@ def _table(found: Found) -> None:
         passage = Text()
         for part, style in ((hit.before, "dim"), (hit.passage, ""), (hit.after, "dim")):
             if part:
-                passage.append(("\n" if passage else "") + part.expandtabs(2), style=style)
+                passage.append(("\n" if passage else "") + shown(part.expandtabs(2)), style=style)
         table.add_row(str(hit.rank), Text(hit.path.virtual), _lines(hit), f"{hit.relevance:.2f}", passage)
     console = Console(file=sys.stdout)
     console.print(table)
