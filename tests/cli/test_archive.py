@@ -355,6 +355,27 @@ def test_export_and_import_commands(run: Run, tmp_path: Path) -> None:
     assert again.stderr == "Error: namespace 'team' is not empty: import into a new one (--namespace NAME)\n"
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "directory"])
+def test_a_version_called_a_rename_but_moving_nothing_is_screened_too(run: Run, tmp_path: Path, kind: str) -> None:
+    """A version with op ``rename`` and no ``old_path`` writes its content on every backend, so the gate must
+    screen it as the write it is; it used to skip every ``rename`` and store the archive's secret raw."""
+    secret = "AKIAZ7Q3LEAKTEST0001"
+    content = f"aws {secret}\n".encode()
+    with open_store("memory:") as source:
+        source.write("/memories/a.md", content, op="create")
+        export_namespace(source, tmp_path / "good.zip")
+    with zipfile.ZipFile(tmp_path / "good.zip") as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    forged = with_versions(members, lambda vs: vs[0].update(op="rename", old_path=None))
+    url = f"sqlite://{tmp_path / 'copy.db'}" if kind == "sqlite" else str(tmp_path / "copy")
+    result = run("import", str(write_zip(tmp_path / "forged.zip", forged)), store=url)
+    assert result.exit_code == 0, result.stderr
+    with open_store(url) as store:
+        stored = store.read("/memories/a.md").content
+        assert secret.encode() not in stored and b"[REDACTED:aws-access-key]" in stored
+        assert all(secret.encode() not in store.read_blob(v.sha256) for v in store.log() if v.sha256)
+
+
 def test_export_refuses_to_overwrite_without_the_flag(run: Run, tmp_path: Path) -> None:
     (tmp_path / "b.zip").write_bytes(b"precious")
     result = run("export", str(tmp_path / "b.zip"), store="memory:")

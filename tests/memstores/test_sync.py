@@ -20,6 +20,7 @@ from backends import LiveServer
 from memdir import Store, open_store
 from memdir.cli import cli
 from memdir.memstores import SyncReport, open_side, sync
+from memdir.policy.audit import audit_log
 from memdir.server import ServerConfig
 
 
@@ -300,3 +301,18 @@ def test_namespace_of_the_store_side(remote: LiveServer, tmp_path: Path) -> None
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert memstore.files() == {"/team.md": "T"}
+
+
+def test_a_memdir_store_side_is_written_through_the_gate(tmp_path: Path) -> None:
+    """What sync copies into a memdir store is screened and audited as any write is: a key the source holds raw
+    (saved when its policy allowed it, or edited in by hand) is redacted on the way, however often it is synced."""
+    secret = "AKIAZ7Q3LEAKTEST0001"
+    src, dst, state = str(tmp_path / "src"), f"sqlite://{tmp_path / 'dst.db'}", tmp_path / "sync.db"
+    write(src, ("/keys.md", f"aws {secret}\n"), ("/plain.md", "hello\n"))
+    assert kinds(run(src, dst, state)) == [("create", "keys.md"), ("create", "plain.md")]
+    assert local_files(dst) == {"/keys.md": "aws [REDACTED:aws-access-key]\n", "/plain.md": "hello\n"}
+    run(src, dst, state)  # (the copy differs from its source, which a sync may carry again: redacted again)
+    with open_store(dst) as store:
+        assert all(secret.encode() not in store.read_blob(v.sha256) for v in store.log() if v.sha256)
+        written = [(e.channel, e.path, e.outcome) for e in audit_log(store).entries() if e.command == "create"]
+    assert written == [("sync", "/memories/keys.md", "redact"), ("sync", "/memories/plain.md", "ok")]

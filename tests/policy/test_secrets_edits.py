@@ -182,3 +182,49 @@ def test_the_tool_never_saves_a_secret_split_across_an_insert_or_replace(
     tool.execute({"command": "create", "path": "/memories/a.md", "file_text": body})
     tool.execute({"command": "str_replace", "path": "/memories/a.md", "old_str": "<<cut>>", "new_str": tail})
     assert secret not in tool.store.read("/memories/a.md").content.decode()
+
+
+# -- a label planted by the writer ---------------------------------------------------------------------------------
+
+_LABELS = st.sampled_from(["[REDACTED:x]", "[REDACTED:private-key]", "[REDACTED:aws-secret-key]", "[REDACTED:0]"])
+
+
+def _pem_key(rng: random.Random) -> tuple[str, str]:
+    body = "".join(rng.choice(_A + "+/") for _ in range(64 * 6))
+    lines = "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+    return f"-----BEGIN RSA PRIVATE KEY-----\n{lines}\n-----END RSA PRIVATE KEY-----", body[64 * 2 : 64 * 3]
+
+
+@given(shape=st.sampled_from([*_SHAPES, "pem"]), seed=st.integers(0, 10**6), at=st.floats(0, 1), label=_LABELS)
+@settings(max_examples=400, deadline=None)
+def test_a_planted_label_reads_as_blank_and_hides_no_secret(shape: str, seed: int, at: float, label: str) -> None:
+    """A redaction label in the text is never read as a secret (redaction is idempotent), but one the writer put
+    there is no cover either: wherever it stands, what blanks of its length would not hide stays found."""
+    secret_text, secret = _pem_key(random.Random(seed)) if shape == "pem" else _draw(seed, shape)
+    cut = int(at * len(secret_text))
+    start = secret_text.index(secret)
+    assume(not start < cut < start + len(secret))  # outside the secret's own characters (inside, it is split)
+    blanked = secret_text[:cut] + " " * len(label) + secret_text[cut:]
+    assume(secret not in WritePolicy().screen(blanked).text)  # blanks there leave it a secret
+    planted = secret_text[:cut] + label + secret_text[cut:]
+    assert secret not in WritePolicy().screen(planted).text, planted
+
+
+def test_a_planted_label_does_not_let_a_private_key_or_an_aws_key_through() -> None:
+    rng = random.Random(5)
+    pem, body = _pem_key(rng)
+    first, rest = pem.split("\n", 1)
+    aws = "".join(rng.choice(_A) for _ in range(38)) + "+/"
+    texts = {
+        "/memories/key.md": f"{first}\n[REDACTED:x]\n{rest}\n",
+        "/memories/aws.md": f"aws_secret_access_key = [REDACTED:x]{aws}\n",
+    }
+    store = open_store("memory:")
+    with MemoryTool(store, policy=WritePolicy()) as tool:
+        for path, text in texts.items():
+            assert not tool.execute({"command": "create", "path": path, "file_text": text}).is_error
+    assert body not in store.read("/memories/key.md").content.decode()
+    assert aws not in store.read("/memories/aws.md").content.decode()
+    with MemoryTool(open_store("memory:"), policy=WritePolicy(secrets="block")) as tool:
+        for path, text in texts.items():
+            assert tool.execute({"command": "create", "path": path, "file_text": text}).is_error

@@ -29,6 +29,7 @@ from ..errors import (
     StorageError,
     StorageUnavailableError,
 )
+from ..gate import Caller, GatedStore
 from ..paths import MemoryPath, parse
 from ..store import open_store
 from ..store._base import MISSING, Origin, sha256_hex
@@ -272,7 +273,10 @@ def open_side(spec: str, *, namespace: str) -> Side:
         return _anthropic_side(spec.removeprefix(API_SCHEME))
     if spec.startswith(SERVER_SCHEMES):
         return _server_side(spec.removeprefix("memstore+"))
-    store = open_store(spec, namespace=namespace)
+    backend = open_store(spec, namespace=namespace)
+    # Behind the gate, as every door's store is: what sync copies in is screened, limited and audited under the
+    # store's own policy (the other side may hold what this one's policy refuses). A server's store has its own.
+    store = backend if backend.runs_commands else GatedStore(backend, Caller("sync", channel="sync"))
     return StoreSide(store, _shown(spec), f"{_shown(spec)} {store.namespace}")
 
 

@@ -139,14 +139,27 @@ def find_secrets(text: str, lines: tuple[int, int] | None = None) -> list[Secret
     span lines (PEM keys), which read the whole text: an edit inside a key block completes the whole block.
 
     A redaction label (``[REDACTED:github-token]``) is never part of a match: screening redacted text again finds
-    nothing new and changes nothing."""
+    nothing new and changes nothing. Nor does one hide what is around it: the text is also read with its labels
+    blank (`_blanked`)."""
     labels = [m.span() for m in _LABEL.finditer(text)] if "[REDACTED:" in text else []
+    matches = list(_matches(text, lines))
+    if labels:
+        matches = [m for m in matches if not any(s < m[1].reach[1] and m[1].reach[0] < e for s, e in labels)]
+        matches += _matches(_blanked(text, labels), lines)
     found: list[SecretMatch] = []
-    ranked = sorted(_matches(text, lines), key=_rank)
-    for _, match in ranked:
-        if found and match.start < found[-1].end:
-            continue
-        if labels and any(s < match.reach[1] and match.reach[0] < e for s, e in labels):
-            continue
-        found.append(match)
+    for _, match in sorted(matches, key=_rank):
+        if not found or match.start >= found[-1].end:
+            found.append(match)
     return found
+
+
+def _blanked(text: str, labels: list[tuple[int, int]]) -> str:
+    """``text`` with its labels as blanks of their length (every offset kept). A writer can plant a label too:
+    inside a key block or between a key word and its value, where a match touching it would be skipped. Read
+    blank, a label is no key word and no part of a value, and what is around it is still found."""
+    parts, cursor = [], 0
+    for start, end in labels:
+        parts += [text[cursor:start], " " * (end - start)]
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)

@@ -121,6 +121,12 @@ class Version:
     def deleted(self) -> bool:
         return self.sha256 is None
 
+    @property
+    def moved(self) -> bool:
+        """A rename from ``old_path``: the file travels as it is. (Every backend replays a ``rename`` without
+        ``old_path`` as a write of its content.)"""
+        return self.op == "rename" and self.old_path is not None
+
 
 @dataclass(frozen=True, slots=True)
 class FileData:
