@@ -308,7 +308,10 @@ class GatedStore(Store):
             for name in (version.path, version.old_path):
                 if name is not None:
                     self._check_name(name)
-            if content is not None and version.sha256 is not None and version.op != "rename":
+            # Only a move carries no content of its own (the file travels as it is). A "rename" naming no file
+            # it moves from is stored by the backends as a write of the content it carries: screened as one.
+            moves = version.op == "rename" and version.old_path is not None
+            if content is not None and version.sha256 is not None and not moves:
                 content = self._screened_import(version.path, content, receipt)
                 version = dataclasses.replace(version, sha256=sha256_hex(content), size=len(content))
             recorded = self.inner.import_version(version, content)
