@@ -19,6 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
+from memdir import open_store
+from memdir.archive import export_namespace
+from memdir.server import ServerConfig
+
 from .conftest import Client
 from .helpers import error_of
 
@@ -98,3 +102,45 @@ def test_an_archive_rename_without_a_source_is_screened(http: httpx.Client, tmp_
     assert b"[REDACTED:aws-access-key]" in http.get("/v1/files/memories/r.md").content
     http.get("/v1/audit")
     assert secret.encode() not in on_disk(tmp_path)
+
+
+# -- the namespace limits, through replay and import ------------------------------------------------------------
+
+
+@pytest.fixture
+def config(store_url: str) -> ServerConfig:
+    return ServerConfig(store_url=store_url, rate=0, tool_options={"max_total_bytes": 200, "max_files": 2})
+
+
+def test_replayed_versions_are_held_to_the_namespace_limits(http: httpx.Client) -> None:
+    assert replay(http, replayed("/memories/a.md", "write"), b"a" * 150).status_code == 200
+    assert error_of(replay(http, replayed("/memories/b.md", "write"), b"b" * 100)) == (422, "limit_exceeded")
+    assert replay(http, replayed("/memories/b.md", "write"), b"b" * 10).status_code == 200
+    assert error_of(replay(http, replayed("/memories/c.md", "write"), b"c")) == (422, "limit_exceeded")
+    assert http.get("/v1/usage").json() == {"files": 2, "bytes": 160}
+
+
+def test_an_imported_archive_is_held_to_the_namespace_limits(http: httpx.Client, tmp_path: Path) -> None:
+    source = open_store("memory:")
+    for name in ("a", "b", "c"):
+        source.write(f"/memories/{name}.md", name.encode() * 90)
+    export_namespace(source, tmp_path / "a.zip")
+    answer = http.post(
+        "/v1/import", content=(tmp_path / "a.zip").read_bytes(), headers={"Content-Type": "application/zip"}
+    )
+    assert answer.status_code == 422, answer.text
+    assert "over the limit" in answer.json()["error"]["message"]
+    assert http.get("/v1/usage").json()["bytes"] <= 200
+
+
+# -- operations only memdir records -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["external", "import"])
+def test_a_replay_cannot_record_an_operation_only_memdir_records(http: httpx.Client, op: str) -> None:
+    """`external` says memdir found an outside edit, `import` that it rebuilt the file: a client's replay is the
+    client's write (PUT /v1/files refuses the same ops with 400)."""
+    answer = replay(http, replayed("/memories/e.md", op), b"mine\n")
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["op"], answer.json()["actor"]) == ("write", "user")
+    assert [v["op"] for v in http.get("/v1/history/memories/e.md").json()["versions"]] == ["write"]

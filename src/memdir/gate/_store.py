@@ -312,7 +312,8 @@ class GatedStore(Store):
             # it moves from is stored by the backends as a write of the content it carries: screened as one.
             moves = version.op == "rename" and version.old_path is not None
             if content is not None and version.sha256 is not None and not moves:
-                content = self._screened_import(version.path, content, receipt)
+                content, before = self._screened_import(version.path, content, receipt)
+                self._import_quota(before, len(content))
                 version = dataclasses.replace(version, sha256=sha256_hex(content), size=len(content))
             recorded = self.inner.import_version(version, content)
             receipt.version = recorded.version
@@ -469,7 +470,8 @@ class GatedStore(Store):
             rules=rules(held.screened.findings),
         )
 
-    def _screened_import(self, path: MemoryPath, content: bytes, receipt: Receipt) -> bytes:
+    def _screened_import(self, path: MemoryPath, content: bytes, receipt: Receipt) -> tuple[bytes, FileData | None]:
+        """What a replayed write stores, and the file it replaces (None: there is none)."""
         try:
             before: FileData | None = self.inner.read(path)
         except (NotFoundError, PathError, PolicyError):
@@ -477,10 +479,18 @@ class GatedStore(Store):
         except Exception:  # a directory or a file in the way: the import itself will say so
             before = None
         try:
-            return self._gated(path, before, content, receipt)
+            return self._gated(path, before, content, receipt), before
         except _Hold as held:  # a replay keeps every version: held text is saved, and what was found is recorded
             receipt.outcome = "warn"
-            return held_text(held.screened).encode("utf-8")
+            return held_text(held.screened).encode("utf-8"), before
+
+    def _import_quota(self, before: FileData | None, size: int) -> None:
+        """The namespace limits for a replayed write. `Store.import_version` takes no quota, so they are checked
+        here against the usage now (the server's doors hold the namespace's write lock around a replay)."""
+        limits = self.rules.quota
+        added_files, added_bytes = (1, size) if before is None else (0, size - len(before.content))
+        if limits is not None and limits.can_refuse(added_files, added_bytes):
+            limits.check(self.inner.usage(), added_files, added_bytes)
 
     # -- the checks -----------------------------------------------------------------------------------------------
 
@@ -507,7 +517,8 @@ class GatedStore(Store):
         )
 
     def _provenance(self, version: Version) -> Version:
-        """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now."""
+        """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now (and
+        never an operation only memdir records)."""
         policy = self.rules.policy
         if self.caller.admin:  # as carried, with any secret in its labels redacted
             return dataclasses.replace(
@@ -517,8 +528,11 @@ class GatedStore(Store):
                 source=redacted_label(policy, version.source),
             )
         who = self._origin(None, "write")
+        # The operations memdir alone records (an outside edit it found, a file it rebuilt) would pass the
+        # caller's change off as memdir's: replayed by anyone else, it is the caller's write.
+        op = "write" if version.op in _ADMIN_OPS else version.op
         return dataclasses.replace(
-            version, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
+            version, op=op, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
         )
 
     def _check_name(self, target: MemoryPath) -> None:
