@@ -144,3 +144,18 @@ def test_a_replay_cannot_record_an_operation_only_memdir_records(http: httpx.Cli
     assert answer.status_code == 200, answer.text
     assert (answer.json()["op"], answer.json()["actor"]) == ("write", "user")
     assert [v["op"] for v in http.get("/v1/history/memories/e.md").json()["versions"]] == ["write"]
+
+
+# -- secrets in what the server keeps beside the content -------------------------------------------------------
+
+
+def test_an_idempotency_key_holding_a_secret_is_not_stored_and_still_works(http: httpx.Client, tmp_path: Path) -> None:
+    """The key is recorded with the versions it made (to answer a retry): one that holds a secret is kept as a
+    digest, so a retry with it is still answered from the first attempt."""
+    secret = aws_key()
+    first = http.put("/v1/files/memories/i.md", content=b"once\n", headers={"Idempotency-Key": secret})
+    again = http.put("/v1/files/memories/i.md", content=b"once\n", headers={"Idempotency-Key": secret})
+    assert first.status_code == again.status_code == 200
+    assert again.headers.get("idempotent-replayed") == "true" and again.json()["version"] == first.json()["version"]
+    http.get("/v1/audit")
+    assert secret.encode() not in on_disk(tmp_path)

@@ -227,7 +227,7 @@ class GatedStore(Store):
         return self.inner.verify_chain()  # the backend's own chain: the gate adds no version of its own
 
     def requested(self, key: str) -> list[Version]:
-        return self.inner.requested(key)
+        return self.inner.requested(self._request_key(key))
 
     @property
     def records_requests(self) -> bool:  # type: ignore[override]  # the backend's answer, per instance
@@ -513,8 +513,13 @@ class GatedStore(Store):
             redacted_label(policy, actor) or actor,
             redacted_label(policy, session),
             redacted_label(policy, source),
-            request,
+            None if request is None else self._request_key(request),
         )
+
+    def _request_key(self, key: str) -> str:
+        """An idempotency key as the store records it with the versions it made: a key that holds a secret is
+        kept as its digest (redacted, two keys could no longer be told apart; a digest still answers a retry)."""
+        return "sha256:" + sha256_hex(key.encode("utf-8")) if secrets_in_name(self.rules.policy, key) else key
 
     def _provenance(self, version: Version) -> Version:
         """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now (and
