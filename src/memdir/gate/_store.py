@@ -144,6 +144,11 @@ class GatedStore(Store):
         back about a path it refused for holding one)."""
         return self._shown(path) or ""
 
+    def redacted(self, text: str) -> str:
+        """Free text a door keeps beside the content (a memory store's name, description, metadata), with any
+        secret in it redacted as in a label: such text is stored and answered as it is, never screened as a write."""
+        return redacted_label(self.rules.policy, text) or text
+
     def _labels(self) -> tuple[str, str | None, str | None]:
         """The caller's actor, session and source as recorded (secrets redacted), worked out once per gate."""
         labels: tuple[str, str | None, str | None] | None = self.__dict__.get("_labels_cache")
