@@ -51,3 +51,19 @@ def test_the_audit_log_records_the_apis_actor(server: LiveServer, client: Client
         entries = [e for e in audit_log(leased).entries() if e.path == "/memories/a.md"]
     writes = [(e.actor, e.session) for e in entries if e.command != "redact"]
     assert len(writes) >= 3 and set(writes) == {("api", f"token-{token.id}")}
+
+
+def test_a_secret_in_a_stores_name_description_or_metadata_is_redacted(client: Client, db_path: Path) -> None:
+    """A memory store's name, description and metadata are kept beside its memories (the registry, in the
+    served store's database) and answered on every retrieve: a secret in them is redacted as in a label."""
+    keys = ["AKIA" + "Q7W3E9R5T1Y8U2I" + digit for digit in "12345"]
+    api = client("alice")
+    made = api.beta.memory_stores.create(
+        name=f"deploy {keys[0]}", description=f"uses {keys[1]}", metadata={"k": keys[2]}
+    )
+    assert (made.name, made.description) == ("deploy [REDACTED:aws-access-key]", "uses [REDACTED:aws-access-key]")
+    assert made.metadata == {"k": "[REDACTED:aws-access-key]"}
+    updated = api.beta.memory_stores.update(made.id, name=f"now {keys[3]}", metadata={keys[4]: "v"})
+    assert updated.name == "now [REDACTED:aws-access-key]"
+    assert updated.metadata == {"k": "[REDACTED:aws-access-key]", "[REDACTED:aws-access-key]": "v"}
+    assert not [key for key in keys if key.encode() in database_bytes(db_path)]

@@ -97,6 +97,7 @@ def test_headers_past_their_bound_are_refused(config: ServerConfig, protocol: st
     [
         ("GET", "/v1/log", {"params": {"since": "-1"}}),
         ("GET", "/v1/log", {"params": {"since": "abc"}}),
+        ("GET", "/v1/log", {"params": {"since": str(10**30)}}),  # past any database's integers: was a 500
         ("GET", "/v1/log", {"params": {"limit": "0"}}),
         ("GET", "/v1/log", {"params": {"limit": "5001"}}),
         ("GET", "/v1/files/memories/a.md", {"params": {"version": "0"}}),
@@ -152,3 +153,13 @@ def test_the_default_json_bound_is_1_mib(default_server: LiveServer) -> None:
         assert error_of(http.post("/v1/tool", content=body)) == (413, "payload_too_large")
         fits = b'{"command": "view", "path": "/memories", "pad": "' + b"x" * (MIB - 100) + b'"}'
         assert http.post("/v1/tool", content=fits).json()["is_error"] is False
+
+
+def test_a_number_of_thousands_of_digits_is_an_invalid_request(default_server: LiveServer) -> None:
+    """Python refuses to convert more than 4,300 digits (a ValueError): within the default URL bound, that was
+    a 500 for every integer query parameter."""
+    headers = {"Authorization": f"Bearer {default_server.token('alice')}"}
+    with httpx.Client(base_url=default_server.url, headers=headers) as http:
+        http.put("/v1/files/memories/a.md", content=b"one")
+        for url in ("/v1/log?since=", "/v1/files/memories/a.md?version=", "/v1/audit?limit="):
+            assert error_of(http.get(url + "9" * 4400)) == (400, "invalid_request"), url

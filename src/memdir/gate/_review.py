@@ -45,8 +45,7 @@ class Review:
     def approve(self, item: int) -> int:
         """Apply a pending write as a new version; returns its number. `PolicyError` when it no longer applies
         (the item then stays pending) or was already decided."""
-        by = self.gate.caller.actor
-        held = self.table.claim(item, "approved", by)
+        held = self.table.claim(item, "approved", self._reviewer())
         try:
             version = self._apply(held)
         except MemdirError as exc:
@@ -56,11 +55,17 @@ class Review:
         return version
 
     def reject(self, item: int, *, reason: str | None = None) -> HeldWrite:
-        held = self.table.claim(item, "rejected", self.gate.caller.actor, reason)
+        # The reason is kept with the item and answered with it: a secret in it is redacted, as in a label.
+        kept = None if reason is None else self.gate.redacted(reason)
+        held = self.table.claim(item, "rejected", self._reviewer(), kept)
         # A rejection writes nothing, so it gets its own entry, naming what was found (never the content).
         with self.gate.call("reject", held.path) as receipt:
             receipt.findings = held.findings
         return self.table.get(item)
+
+    def _reviewer(self) -> str:
+        """Who decided, as the item records it (the caller's actor, any secret in it redacted)."""
+        return self.gate.redacted(self.gate.caller.actor)
 
     def prune(self, before: float) -> int:
         return self.table.prune(before)

@@ -144,6 +144,11 @@ class GatedStore(Store):
         back about a path it refused for holding one)."""
         return self._shown(path) or ""
 
+    def redacted(self, text: str) -> str:
+        """Free text a door keeps beside the content (a memory store's name, description, metadata), with any
+        secret in it redacted as in a label: such text is stored and answered as it is, never screened as a write."""
+        return redacted_label(self.rules.policy, text) or text
+
     def _labels(self) -> tuple[str, str | None, str | None]:
         """The caller's actor, session and source as recorded (secrets redacted), worked out once per gate."""
         labels: tuple[str, str | None, str | None] | None = self.__dict__.get("_labels_cache")
@@ -227,7 +232,7 @@ class GatedStore(Store):
         return self.inner.verify_chain()  # the backend's own chain: the gate adds no version of its own
 
     def requested(self, key: str) -> list[Version]:
-        return self.inner.requested(key)
+        return self.inner.requested(self._request_key(key))
 
     @property
     def records_requests(self) -> bool:  # type: ignore[override]  # the backend's answer, per instance
@@ -308,10 +313,11 @@ class GatedStore(Store):
             for name in (version.path, version.old_path):
                 if name is not None:
                     self._check_name(name)
-            # Whatever content a backend will write is screened: all but a move (a `rename` with no `old_path`
-            # is a write on every backend, and an archive may say so to slip its content past the screening).
+            # Whatever content a backend will write is screened and sized: all but a move (a `rename` with no
+            # `old_path` is a write on every backend, and an archive may say so to slip its content past the gate).
             if content is not None and version.sha256 is not None and not version.moved:
-                content = self._screened_import(version.path, content, receipt)
+                content, before = self._screened_import(version.path, content, receipt)
+                self._import_quota(before, len(content))
                 version = dataclasses.replace(version, sha256=sha256_hex(content), size=len(content))
             recorded = self.inner.import_version(version, content)
             receipt.version = recorded.version
@@ -468,7 +474,8 @@ class GatedStore(Store):
             rules=rules(held.screened.findings),
         )
 
-    def _screened_import(self, path: MemoryPath, content: bytes, receipt: Receipt) -> bytes:
+    def _screened_import(self, path: MemoryPath, content: bytes, receipt: Receipt) -> tuple[bytes, FileData | None]:
+        """What a replayed write stores, and the file it replaces (None: there is none)."""
         try:
             before: FileData | None = self.inner.read(path)
         except (NotFoundError, PathError, PolicyError):
@@ -476,10 +483,18 @@ class GatedStore(Store):
         except Exception:  # a directory or a file in the way: the import itself will say so
             before = None
         try:
-            return self._gated(path, before, content, receipt)
+            return self._gated(path, before, content, receipt), before
         except _Hold as held:  # a replay keeps every version: held text is saved, and what was found is recorded
             receipt.outcome = "warn"
-            return held_text(held.screened).encode("utf-8")
+            return held_text(held.screened).encode("utf-8"), before
+
+    def _import_quota(self, before: FileData | None, size: int) -> None:
+        """The namespace limits for a replayed write. `Store.import_version` takes no quota, so they are checked
+        here against the usage now (the server's doors hold the namespace's write lock around a replay)."""
+        limits = self.rules.quota
+        added_files, added_bytes = (1, size) if before is None else (0, size - len(before.content))
+        if limits is not None and limits.can_refuse(added_files, added_bytes):
+            limits.check(self.inner.usage(), added_files, added_bytes)
 
     # -- the checks -----------------------------------------------------------------------------------------------
 
@@ -502,11 +517,17 @@ class GatedStore(Store):
             redacted_label(policy, actor) or actor,
             redacted_label(policy, session),
             redacted_label(policy, source),
-            request,
+            None if request is None else self._request_key(request),
         )
 
+    def _request_key(self, key: str) -> str:
+        """An idempotency key as the store records it with the versions it made: a key that holds a secret is
+        kept as its digest (redacted, two keys could no longer be told apart; a digest still answers a retry)."""
+        return "sha256:" + sha256_hex(key.encode("utf-8")) if secrets_in_name(self.rules.policy, key) else key
+
     def _provenance(self, version: Version) -> Version:
-        """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now."""
+        """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now (and
+        never an operation only memdir records)."""
         policy = self.rules.policy
         if self.caller.admin:  # as carried, with any secret in its labels redacted
             return dataclasses.replace(
@@ -516,8 +537,11 @@ class GatedStore(Store):
                 source=redacted_label(policy, version.source),
             )
         who = self._origin(None, "write")
+        # The operations memdir alone records (an outside edit it found, a file it rebuilt) would pass the
+        # caller's change off as memdir's: replayed by anyone else, it is the caller's write.
+        op = "write" if version.op in _ADMIN_OPS else version.op
         return dataclasses.replace(
-            version, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
+            version, op=op, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
         )
 
     def _check_name(self, target: MemoryPath) -> None:

@@ -47,6 +47,9 @@ Handler = Callable[["Call"], Awaitable["Response"]]
 
 _LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
 _JSON_TYPES = ("application/json",)
+# A number past what the databases' integers hold cannot name a version or a position: the store would fail on
+# it (an internal error) rather than find nothing.
+_MAX_INT = 2**63 - 1
 
 
 class ErrorStyle(Protocol):
@@ -192,12 +195,13 @@ class Call:
         whole = raw.decode("utf-8", "replace")
         return "/" + "/".join(_decode_segment(s, whole) for s in parts[3:])
 
-    def query_int(self, name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+    def query_int(self, name: str, default: int, *, minimum: int = 0, maximum: int = _MAX_INT) -> int:
         raw = self.request.query_params.get(name)
         if raw is None:
             return default
-        if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
-            bound = f" and at most {maximum}" if maximum is not None else ""
+        # (Digits counted first: Python refuses to convert more than 4,300 of them, with a ValueError.)
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or not minimum <= int(raw) <= maximum:
+            bound = f" and at most {maximum}" if maximum < _MAX_INT else ""
             raise ApiError(
                 "invalid_request", f"query parameter {name!r} must be an integer of at least {minimum}{bound}"
             )

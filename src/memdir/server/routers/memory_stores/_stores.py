@@ -11,6 +11,8 @@ from ._common import api_caller, blocking, created_bounds, flag, limit, origin, 
 if TYPE_CHECKING:
     from starlette.responses import Response
 
+    from ....gate import GatedStore
+    from ....memstores import MemoryStoreRecord
     from ....store import Store
     from ..._endpoint import Call
 
@@ -21,8 +23,9 @@ async def create_store(call: Call) -> Response:
     body = await call.json_object()
     tenant, stores = call.principal.tenant, registry(call)
 
-    def create(_store: Store) -> dict[str, Any]:
-        return store_json(stores.create(tenant, body.get("name"), body.get("description"), body.get("metadata")))
+    def create(store: GatedStore) -> dict[str, Any]:
+        name, description, metadata = (_redacted(store, body.get(k)) for k in ("name", "description", "metadata"))
+        return store_json(stores.create(tenant, name, description, metadata))
 
     return json_response(await call.run(create, writes=True, caller=api_caller(call)))
 
@@ -56,15 +59,29 @@ async def retrieve_store(call: Call) -> Response:
 async def update_store(call: Call) -> Response:
     record = await owned(call)
     body = await call.json_object()
-    changes = StoreChanges(body.get("name"), body.get("description"), body.get("metadata"))
     tenant, stores = call.principal.tenant, registry(call)
+
+    def update(store: GatedStore) -> MemoryStoreRecord:
+        name, description, metadata = (_redacted(store, body.get(k)) for k in ("name", "description", "metadata"))
+        return stores.update(tenant, record.id, StoreChanges(name, description, metadata))
+
     updated = await call.run(
-        lambda _store: stores.update(tenant, record.id, changes),
+        update,
         writes=True,
         namespace=record.id,
         caller=api_caller(call),
     )
     return json_response(store_json(updated))
+
+
+def _redacted(store: GatedStore, value: Any) -> Any:
+    """A store's name, description or metadata (keys and values) as the registry keeps them: any secret in the
+    text redacted by the gate (the registry's own checks then judge what is kept, whatever was sent)."""
+    if isinstance(value, str):
+        return store.redacted(value)
+    if isinstance(value, dict):
+        return {_redacted(store, k): _redacted(store, v) for k, v in value.items()}
+    return value
 
 
 async def archive_store(call: Call) -> Response:
