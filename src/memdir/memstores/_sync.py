@@ -124,8 +124,14 @@ class _Run:
         """(the id in SRC, the id in DST)."""
         return (link.b, link.a) if self.flipped else (link.a, link.b)
 
-    def link(self, src_id: str, dst_id: str, key: str, sha: str) -> Link:
-        return Link(dst_id, src_id, key, sha) if self.flipped else Link(src_id, dst_id, key, sha)
+    def shas(self, link: Link) -> tuple[str, str]:
+        """(the SHA-256 agreed in SRC, the one in DST)."""
+        return (link.b_sha256, link.a_sha256) if self.flipped else (link.a_sha256, link.b_sha256)
+
+    def link(self, src: Item, dst: Item) -> Link:
+        if self.flipped:
+            return Link(dst.ident, src.ident, dst.key, dst.sha256, src.sha256)
+        return Link(src.ident, dst.ident, dst.key, src.sha256, dst.sha256)
 
     # -- planning -------------------------------------------------------------------------------------------
 
@@ -166,7 +172,8 @@ class _Run:
         return actions
 
     def judge(self, link: Link, here: Item | None, there: Item | None) -> list[_Action]:
-        src_same, dst_same = _same(here, link), _same(there, link)
+        src_sha, dst_sha = self.shas(link)
+        src_same, dst_same = _same(here, link.key, src_sha), _same(there, link.key, dst_sha)
         if src_same and dst_same:
             return []
         if dst_same:
@@ -174,13 +181,15 @@ class _Run:
         if src_same:
             if self.both:
                 return [_carry(link, there, here, self.src)]
-            self.left("kept", link.key, self.dst, f"changed only in {self.dst.label} ({_what(there, link)}); not "
-                      "copied back: sync the other way, or with --both")  # fmt: skip
+            what = _what(there, link.key, dst_sha)
+            self.left("kept", link.key, self.dst, f"changed only in {self.dst.label} ({what}); not copied back: "
+                      "sync the other way, or with --both")  # fmt: skip
             return []
         if _state(here) == _state(there):  # both sides made the same change: just remember it
             return [_Action("link", link.key, self.dst, here, there, link)]
-        self.left("conflict", link.key, "", f"changed on both sides since the last sync ({_what(here, link)} in "
-                  f"{self.src.label}, {_what(there, link)} in {self.dst.label}); left as it is on both")  # fmt: skip
+        mine, theirs = _what(here, link.key, src_sha), _what(there, link.key, dst_sha)
+        self.left("conflict", link.key, "", f"changed on both sides since the last sync ({mine} in {self.src.label}, "
+                  f"{theirs} in {self.dst.label}); left as it is on both")  # fmt: skip
         return []
 
     def new_items(self, src: _View, dst: _View, claimed_src: set[str], claimed_dst: set[str]) -> list[_Action]:
@@ -277,7 +286,7 @@ class _Run:
 
     def remember(self, source: Item, made: Item, towards_dst: bool, replaces: Link | None) -> None:
         src_item, dst_item = (source, made) if towards_dst else (made, source)
-        self.state.put(self.link(src_item.ident, dst_item.ident, dst_item.key, dst_item.sha256), replaces)
+        self.state.put(self.link(src_item, dst_item), replaces)
 
 
 def _carry(link: Link, now: Item | None, there: Item | None, to: Side) -> _Action:
@@ -287,18 +296,19 @@ def _carry(link: Link, now: Item | None, there: Item | None, to: Side) -> _Actio
     return _Action("change", now.key, to, now, there, link)
 
 
-def _same(item: Item | None, link: Link) -> bool:
-    return item is not None and (item.key, item.sha256) == (link.key, link.sha256)
+def _same(item: Item | None, key: str, sha: str) -> bool:
+    """Whether ``item`` is still as the last sync left it on its side (``key``, ``sha``)."""
+    return item is not None and (item.key, item.sha256) == (key, sha)
 
 
 def _state(item: Item | None) -> tuple[str, str] | None:
     return None if item is None else (item.key, item.sha256)
 
 
-def _what(item: Item | None, link: Link) -> str:
+def _what(item: Item | None, key: str, sha: str) -> str:
     if item is None:
         return "deleted"
-    moved, edited = item.key != link.key, item.sha256 != link.sha256
+    moved, edited = item.key != key, item.sha256 != sha
     if moved and edited:
         return f"renamed to {item.key} and edited"
     return f"renamed to {item.key}" if moved else "edited"

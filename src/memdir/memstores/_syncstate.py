@@ -1,8 +1,9 @@
 """What `memdir sync` remembers between runs: for each pair of sides, the state both agreed on at the last sync.
 
-A *link* is one memory as both sides last agreed it was: its path, the SHA-256 of its content, and its id on each
-side (a memory id on a Memory Stores API, the path in a memdir store). A side's *cursor* is how far its change log
-was read (a memdir store's version number), so renames since then are followed by the log, not guessed.
+A *link* is one memory as both sides last agreed it was: its path, its id on each side (a memory id on a Memory
+Stores API, the path in a memdir store) and the SHA-256 of its content on each side (they differ when a side's gate
+redacted a secret on the way in: the copy is the redacted text). A side's *cursor* is how far its change log was read
+(a memdir store's version number), so renames since then are followed by the log, not guessed.
 
 Kept in a SQLite database of its own (``sync.db`` in memdir's data directory, or ``--state FILE``), created 0600:
 each change applied is recorded at once, in its own transaction, so a sync killed at any point resumes where it
@@ -56,14 +57,23 @@ def _tables(schema: Schema) -> None:
     )
 
 
+@migrations("0002-a-hash-per-side")
+def _hash_per_side(schema: Schema) -> None:
+    # ``sha256`` is side a's hash; b's is kept when it differs (NULL in rows from before: the same). A copy a gate
+    # redacted on the way in never matches its source: with one hash, every run saw a change and copied it again.
+    schema.script("ALTER TABLE sync_links ADD COLUMN b_sha256 TEXT;")
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
-    """One memory as both sides last agreed on it: ``a`` and ``b`` are its ids on each side."""
+    """One memory as both sides last agreed on it: ``a`` and ``b`` are its ids on each side, ``a_sha256`` and
+    ``b_sha256`` the SHA-256 of its content there."""
 
     a: str
     b: str
     key: str
-    sha256: str
+    a_sha256: str
+    b_sha256: str
 
 
 class SyncState:
@@ -93,8 +103,10 @@ class SyncState:
 
     def links(self) -> list[Link]:
         with self._db.reading("read the sync state") as conn:
-            rows = conn.execute("SELECT a, b, key, sha256 FROM sync_links WHERE pair = ?", (self.pair,)).fetchall()
-        return [Link(str(a), str(b), str(key), str(sha)) for a, b, key, sha in rows]
+            rows = conn.execute(
+                "SELECT a, b, key, sha256, coalesce(b_sha256, sha256) FROM sync_links WHERE pair = ?", (self.pair,)
+            ).fetchall()
+        return [Link(*(str(value) for value in row)) for row in rows]
 
     def cursors(self) -> tuple[int | None, int | None]:
         with self._db.reading("read the sync state") as conn:
@@ -112,8 +124,8 @@ class SyncState:
                 conn.execute("DELETE FROM sync_links WHERE pair = ? AND a = ?", (self.pair, replaces.a))
             conn.execute("DELETE FROM sync_links WHERE pair = ? AND (a = ? OR b = ?)", (self.pair, link.a, link.b))
             conn.execute(
-                "INSERT INTO sync_links (pair, a, b, key, sha256) VALUES (?, ?, ?, ?, ?)",
-                (self.pair, link.a, link.b, link.key, link.sha256),
+                "INSERT INTO sync_links (pair, a, b, key, sha256, b_sha256) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.pair, link.a, link.b, link.key, link.a_sha256, link.b_sha256),
             )
 
     def drop(self, link: Link) -> None:
