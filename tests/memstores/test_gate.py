@@ -67,3 +67,28 @@ def test_a_secret_in_a_stores_name_description_or_metadata_is_redacted(client: C
     assert updated.name == "now [REDACTED:aws-access-key]"
     assert updated.metadata == {"k": "[REDACTED:aws-access-key]", "[REDACTED:aws-access-key]": "v"}
     assert not [key for key in keys if key.encode() in database_bytes(db_path)]
+
+
+def test_changes_of_a_store_itself_are_audited(server: LiveServer, client: Client) -> None:
+    """Creating, updating, archiving and deleting a store are writes too: each is one entry, with the API's actor,
+    naming the store (its creation in the audit log of the namespace that made it, the rest in the store's own)."""
+    from memdir.policy.audit import audit_log
+
+    api = client("alice")
+    store = api.beta.memory_stores.create(name="audited", metadata={"team": "a"})
+    api.beta.memory_stores.memories.create(store.id, path="/a.md", content="one")
+    api.beta.memory_stores.update(store.id, description="two")
+    api.beta.memory_stores.archive(store.id)
+    api.beta.memory_stores.delete(store.id)
+
+    def entries(namespace: str) -> list[tuple[str, str, str | None, str | None]]:
+        with server.services.tenants.lease(namespace) as leased:
+            found = audit_log(leased).entries()
+        return [(e.command, e.actor, e.path, e.detail) for e in found if e.command.startswith("store-")]
+
+    assert entries("alice") == [("store-create", "api", None, store.id)]
+    assert entries(store.id) == [
+        ("store-update", "api", None, store.id),
+        ("store-archive", "api", None, store.id),
+        ("store-delete", "api", "/memories", store.id),
+    ]

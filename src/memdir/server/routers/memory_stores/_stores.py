@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
     from ....gate import GatedStore
     from ....memstores import MemoryStoreRecord
-    from ....store import Store
     from ..._endpoint import Call
 
 __all__ = ["archive_store", "create_store", "delete_store", "list_stores", "retrieve_store", "update_store"]
@@ -24,8 +23,11 @@ async def create_store(call: Call) -> Response:
     tenant, stores = call.principal.tenant, registry(call)
 
     def create(store: GatedStore) -> dict[str, Any]:
-        name, description, metadata = (_redacted(store, body.get(k)) for k in ("name", "description", "metadata"))
-        return store_json(stores.create(tenant, name, description, metadata))
+        with store.call("store-create") as receipt:  # an entry in the audit log of the namespace creating it
+            name, description, metadata = (_redacted(store, body.get(k)) for k in ("name", "description", "metadata"))
+            made = stores.create(tenant, name, description, metadata)
+            receipt.detail = made.id
+            return store_json(made)
 
     return json_response(await call.run(create, writes=True, caller=api_caller(call)))
 
@@ -62,8 +64,10 @@ async def update_store(call: Call) -> Response:
     tenant, stores = call.principal.tenant, registry(call)
 
     def update(store: GatedStore) -> MemoryStoreRecord:
-        name, description, metadata = (_redacted(store, body.get(k)) for k in ("name", "description", "metadata"))
-        return stores.update(tenant, record.id, StoreChanges(name, description, metadata))
+        with store.call("store-update") as receipt:  # one entry in the store's own audit log
+            receipt.detail = record.id
+            name, description, metadata = (_redacted(store, body.get(k)) for k in ("name", "description", "metadata"))
+            return stores.update(tenant, record.id, StoreChanges(name, description, metadata))
 
     updated = await call.run(
         update,
@@ -87,9 +91,13 @@ def _redacted(store: GatedStore, value: Any) -> Any:
 async def archive_store(call: Call) -> Response:
     record = await owned(call)
     tenant, stores = call.principal.tenant, registry(call)
-    archived = await call.run(
-        lambda _store: stores.archive(tenant, record.id), writes=True, namespace=record.id, caller=api_caller(call)
-    )
+
+    def archive(store: GatedStore) -> MemoryStoreRecord:
+        with store.call("store-archive") as receipt:
+            receipt.detail = record.id
+            return stores.archive(tenant, record.id)
+
+    archived = await call.run(archive, writes=True, namespace=record.id, caller=api_caller(call))
     return json_response(store_json(archived))
 
 
@@ -99,9 +107,11 @@ async def delete_store(call: Call) -> Response:
     record = await owned(call)
     tenant, stores, who = call.principal.tenant, registry(call), origin(call)
 
-    def delete(store: Store) -> None:
-        Memories(store, record.id).delete_everything(who)
-        stores.remove(tenant, record.id)
+    def delete(store: GatedStore) -> None:
+        with store.call("store-delete", "/memories") as receipt:  # one entry, the memories' deletions included
+            receipt.detail = record.id
+            Memories(store, record.id).delete_everything(who)
+            stores.remove(tenant, record.id)
 
     await call.run(delete, writes=True, namespace=record.id, caller=api_caller(call))
     return json_response({"type": "memory_store_deleted", "id": record.id})
