@@ -9,7 +9,7 @@ import click
 from ..paths import parse
 from ..search import hit_json, searcher
 from ._group import Context, cli, fail_cleanly, pass_context
-from ._output import echo_json, plural, print_rows, shown, stdout_is_tty
+from ._output import echo_json, plural, shown, stdout_is_tty
 
 if TYPE_CHECKING:
     from ..search import Found, SearchHit
@@ -50,8 +50,9 @@ def search(state: Context, query: str, limit: int, prefix: str | None, mode: str
     if tty:
         _table(found)
         return
-    rows = [(h.path.virtual, _lines(h), f"{h.relevance:.2f}", h.passage.replace("\n", "\\n")) for h in found.hits]
-    print_rows(("Path", "Lines", "Relevance", "Passage"), rows, tty)
+    for h in found.hits:  # the passage as `view` numbers it (a tab after each number), its line breaks as \n
+        passage = shown(h.passage).replace("\n", "\\n")
+        click.echo(f"{h.path.virtual}\t{_lines(h)}\t{h.relevance:.2f}\t{passage}")
     click.echo(f"{plural(len(found.hits), 'hit')}. {found.note}", err=True)
 
 
