@@ -18,14 +18,26 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
+from ..errors import BlockedError
 from ..policy.findings import strongest
 from ..policy.pipeline import Screened, redact
+from ._receipt import _ACTIVE
 
 if TYPE_CHECKING:
+    from ..paths import MemoryPath
     from ..policy.findings import Finding
     from ..policy.pipeline import WritePolicy
 
-__all__ = ["changed_spans", "describe", "is_redaction_of", "redacted_label", "screen", "secrets_in_name"]
+__all__ = [
+    "blocked",
+    "changed_spans",
+    "describe",
+    "is_redaction_of",
+    "redacted_label",
+    "refuse_secret_name",
+    "screen",
+    "secrets_in_name",
+]
 
 # A change whose differing middle spans more lines than this is split into the runs of lines that differ (a
 # note's `modified:` stamp at the top and an edit further down are two changes, not one span between them).
@@ -177,3 +189,33 @@ def is_redaction_of(stored: bytes, original: bytes) -> bool:
         return False
     pattern = ".+?".join(re.escape(part) for part in parts)
     return re.fullmatch(pattern, source, re.DOTALL) is not None
+
+
+def refuse_secret_name(policy: WritePolicy, target: MemoryPath) -> None:
+    """A path that holds a secret is refused (`BlockedError`): a name is kept in every version, listing, URL and
+    log entry, and cannot be redacted and still name the file the writer meant."""
+    found = secrets_in_name(policy, target.virtual)
+    if not found:
+        return
+    receipt = _ACTIVE.get()
+    if receipt is not None:
+        receipt.findings, receipt.outcome = list(found), "block"
+    kinds = ", ".join(dict.fromkeys(f.detail for f in found))
+    reasons = f"the path holds {'a secret' if len(found) == 1 else 'secrets'} ({kinds})"
+    raise BlockedError(
+        f"{reasons}: a file name is kept in every version, listing and log, so it must not hold one. "
+        "Choose another name.",
+        reasons=reasons,
+        rules=rules(found),
+    )
+
+
+def blocked(target: MemoryPath, findings: list[Finding], *, binary: bool = False) -> BlockedError:
+    """The error refusing a write for what the policy found in it."""
+    reasons = describe(findings)
+    extra = " (the content is not text, so it cannot be redacted)" if binary else ""
+    return BlockedError(
+        f"the write to {target.virtual} was refused by the memory policy: {reasons}{extra}",
+        reasons=reasons + extra,
+        rules=rules(findings),
+    )

@@ -12,7 +12,8 @@ the interface of what it wraps, so a door cannot tell it is there and cannot go 
   write's own transaction where the backend can (`Store.checks_quota`), else just before;
 - **provenance**: actor, session and source come from the `Caller` the door admitted (a pinned caller's cannot
   be changed by an ``origin=`` argument), the time from the clock; only an admin caller may record versions with
-  the metadata they carry (`import_version`) or the ``external`` and ``import`` operations; labels are redacted;
+  the metadata they carry (`import_version`) or the ``external`` and ``import`` operations; labels are redacted
+  (`memdir.gate._provenance`);
 - **audit**: every read of content (file, version, blob, log, history, listing, search) and every write is one
   entry of the audit log, or part of the entry of the door's command (`GatedStore.call`).
 
@@ -29,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     AlreadyExistsError,
-    BlockedError,
     ConflictError,
     HeldError,
     NotFoundError,
@@ -42,10 +42,10 @@ from ..policy.quarantine import Quarantine
 from ..store._base import ANY, MISSING, Origin, Store, as_path, sha256_hex
 from ._caller import Caller
 from ._limits import as_text, check_size, effective_quota, is_image
-from ._receipt import _ACTIVE, Receipt
+from ._provenance import origin_of, provenance_of, request_key
 from ._rules import Rules
 from ._scope import Scope, shown_as, shown_valid
-from ._screen import changed_spans, describe, held_text, redacted_label, rules, screen, secrets_in_name
+from ._screen import blocked, changed_spans, describe, held_text, redacted_label, refuse_secret_name, rules, screen
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -55,13 +55,12 @@ if TYPE_CHECKING:
     from ..store._base import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
     from ..store._chain import ChainReport
     from ..store._db import AuxDatabase
+    from ._receipt import Receipt
 
 __all__ = ["GatedStore"]
 
 log = logging.getLogger("memdir.gate")
 
-# Only memdir itself records these: an outside edit it found (`external`), a version replayed from an archive.
-_ADMIN_OPS = frozenset({"external", "import"})
 _WRITES = frozenset({"create", "write", "str_replace", "insert", "delete", "rename", "restore", "import", "edit"})
 _ACTED = frozenset({"warn", "redact", "quarantine", "block"})
 
@@ -232,7 +231,7 @@ class GatedStore(Store):
         return self.inner.verify_chain()  # the backend's own chain: the gate adds no version of its own
 
     def requested(self, key: str) -> list[Version]:
-        return self.inner.requested(self._request_key(key))
+        return self.inner.requested(request_key(self.rules.policy, key))
 
     @property
     def records_requests(self) -> bool:  # type: ignore[override]  # the backend's answer, per instance
@@ -261,8 +260,8 @@ class GatedStore(Store):
         """`Store.write`, through the gate. ``quota`` narrows the namespace limits of the rules (never widens)."""
         target = as_path(path)
         with self._op(op, target) as receipt:
-            who = self._origin(origin, op)
-            self._check_name(target)
+            who = origin_of(self.caller, self.rules.policy, origin, op)
+            refuse_secret_name(self.rules.policy, target)
             if expect is MISSING:
                 return self._create(target, content, who, op, quota, receipt)
             return self._replace(target, content, expect, who, op, quota, receipt)
@@ -279,22 +278,22 @@ class GatedStore(Store):
         """`Store.update`, through the gate: ``change``'s result is screened against the file it changed."""
         target = as_path(path)
         with self._op(op, target) as receipt:
-            who = self._origin(origin, op)
-            self._check_name(target)
+            who = origin_of(self.caller, self.rules.policy, origin, op)
+            refuse_secret_name(self.rules.policy, target)
             return self._locked(target, change, who, op, quota, receipt)
 
     def delete(self, path: PathLike, *, origin: Origin | None = None) -> list[Version]:
         target = as_path(path)
         with self._op("delete", target) as receipt:
-            versions = self.inner.delete(target, origin=self._origin(origin, "delete"))
+            versions = self.inner.delete(target, origin=origin_of(self.caller, self.rules.policy, origin, "delete"))
             receipt.version = versions[-1].version if versions else None
             return versions
 
     def move(self, src: PathLike, dst: PathLike, *, origin: Origin | None = None) -> list[Version]:
         source, dest = as_path(src), as_path(dst)
         with self._op("rename", source, dest) as receipt:
-            who = self._origin(origin, "rename")
-            self._check_name(dest)
+            who = origin_of(self.caller, self.rules.policy, origin, "rename")
+            refuse_secret_name(self.rules.policy, dest)
             versions = self.inner.move(source, dest, origin=who)
             receipt.version = versions[-1].version if versions else None
             return versions
@@ -309,10 +308,10 @@ class GatedStore(Store):
         carries; anyone else's is recorded as theirs, now. Its content is screened either way (a replay cannot
         leave a hole in the history, so a write the policy would hold is saved, with its findings recorded)."""
         with self._op("import", version.path, version.old_path) as receipt:
-            version = self._provenance(version)
+            version = provenance_of(self.caller, self.rules.policy, version)
             for name in (version.path, version.old_path):
                 if name is not None:
-                    self._check_name(name)
+                    refuse_secret_name(self.rules.policy, name)
             # Whatever content a backend will write is screened and sized: all but a move (a `rename` with no
             # `old_path` is a write on every backend, and an archive may say so to slip its content past the gate).
             if content is not None and version.sha256 is not None and not version.moved:
@@ -440,7 +439,7 @@ class GatedStore(Store):
         if screened.outcome in _ACTED:
             receipt.outcome = screened.outcome
         if screened.outcome == "block":
-            raise self._blocked(target, screened.findings)
+            raise blocked(target, screened.findings)
         if screened.outcome == "quarantine":
             raise _Hold(screened, before.sha256 if before is not None else None)
         stored = screened.text.encode("utf-8") if screened.text is not text else content
@@ -455,7 +454,7 @@ class GatedStore(Store):
         acted = [f for f in found if f.action in ("redact", "quarantine", "block")]
         if acted:
             receipt.findings, receipt.outcome = acted, "block"
-            raise self._blocked(target, acted, binary=True)
+            raise blocked(target, acted, binary=True)
         return content
 
     def _held(self, target: MemoryPath, held: _Hold, who: Origin, receipt: Receipt) -> Any:
@@ -497,79 +496,6 @@ class GatedStore(Store):
             limits.check(self.inner.usage(), added_files, added_bytes)
 
     # -- the checks -----------------------------------------------------------------------------------------------
-
-    def _origin(self, given: Origin | None, op: str) -> Origin:
-        """Who a change is recorded as: the caller (a pinned one's actor and session whatever the door passes),
-        with any secret in the labels redacted."""
-        caller = self.caller
-        if op in _ADMIN_OPS and not caller.admin:
-            raise PolicyError(f"'{op}' versions are recorded by memdir itself, not written by a client")
-        if given is None:
-            actor, session, source, request = caller.actor, caller.session, caller.source, caller.request
-        elif caller.pinned:
-            actor, session, source = caller.actor, caller.session, given.source or caller.source
-            request = given.request or caller.request
-        else:
-            actor, session, source = given.actor, given.session, given.source or caller.source
-            request = given.request or caller.request
-        policy = self.rules.policy
-        return Origin(
-            redacted_label(policy, actor) or actor,
-            redacted_label(policy, session),
-            redacted_label(policy, source),
-            None if request is None else self._request_key(request),
-        )
-
-    def _request_key(self, key: str) -> str:
-        """An idempotency key as the store records it with the versions it made: a key that holds a secret is
-        kept as its digest (redacted, two keys could no longer be told apart; a digest still answers a retry)."""
-        return "sha256:" + sha256_hex(key.encode("utf-8")) if secrets_in_name(self.rules.policy, key) else key
-
-    def _provenance(self, version: Version) -> Version:
-        """An imported version as it will be recorded: as carried for an admin caller, else the caller's, now (and
-        never an operation only memdir records)."""
-        policy = self.rules.policy
-        if self.caller.admin:  # as carried, with any secret in its labels redacted
-            return dataclasses.replace(
-                version,
-                actor=redacted_label(policy, version.actor) or version.actor,
-                session=redacted_label(policy, version.session),
-                source=redacted_label(policy, version.source),
-            )
-        who = self._origin(None, "write")
-        # The operations memdir alone records (an outside edit it found, a file it rebuilt) would pass the
-        # caller's change off as memdir's: replayed by anyone else, it is the caller's write.
-        op = "write" if version.op in _ADMIN_OPS else version.op
-        return dataclasses.replace(
-            version, op=op, actor=who.actor, session=who.session, source=who.source, timestamp=time.time()
-        )
-
-    def _check_name(self, target: MemoryPath) -> None:
-        """A path that holds a secret is refused: a name is kept in every version, listing, URL and log entry, and
-        cannot be redacted and still name the file the writer meant."""
-        found = secrets_in_name(self.rules.policy, target.virtual)
-        if not found:
-            return
-        receipt = _ACTIVE.get()
-        if receipt is not None:
-            receipt.findings, receipt.outcome = list(found), "block"
-        kinds = ", ".join(dict.fromkeys(f.detail for f in found))
-        reasons = f"the path holds {'a secret' if len(found) == 1 else 'secrets'} ({kinds})"
-        raise BlockedError(
-            f"{reasons}: a file name is kept in every version, listing and log, so it must not hold one. "
-            "Choose another name.",
-            reasons=reasons,
-            rules=rules(found),
-        )
-
-    def _blocked(self, target: MemoryPath, findings: list[Any], *, binary: bool = False) -> BlockedError:
-        reasons = describe(findings)
-        extra = " (the content is not text, so it cannot be redacted)" if binary else ""
-        return BlockedError(
-            f"the write to {target.virtual} was refused by the memory policy: {reasons}{extra}",
-            reasons=reasons + extra,
-            rules=rules(findings),
-        )
 
     def _quota(self, quota: Quota | None, added_files: int, added_bytes: int) -> Quota | None:
         """The limits to hand the backend for a new file (checked here first when the backend cannot)."""
