@@ -14,8 +14,8 @@ COMMANDS = sorted(cli.commands)
 def test_the_command_set() -> None:
     assert COMMANDS == [
         "audit", "cat", "chat", "claude-code", "config", "diff", "doctor", "edit", "export", "gc", "history", "import",
-        "init", "ls", "mcp", "migrate", "migrate-store", "mv", "reindex", "restore", "review", "rm", "run", "scan",
-        "search", "serve", "sessions", "show", "sync", "token", "tool", "verify", "where", "write"
+        "init", "ls", "mcp", "migrate", "migrate-store", "mv", "redact", "reindex", "restore", "review", "rm", "run",
+        "scan", "search", "serve", "sessions", "show", "sync", "token", "tool", "verify", "where", "write"
     ]  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from ._output import echo_json, iso, print_rows, shown, size, stdout_is_tty, ver
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath
-    from ..store import Store
+    from ..store import Store, Version
 
 
 @cli.command("ls")
@@ -153,6 +153,39 @@ def restore(state: Context, path: str, version: str) -> None:
     click.echo(restored.version)
 
 
+@cli.command()
+@click.argument("spec", metavar="PATH@VERSION")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_context
+@fail_cleanly
+def redact(state: Context, spec: str, yes: bool) -> None:
+    """Remove an old version's content from the store for good.
+
+    The version keeps its record (path, time, hash, size); its bytes leave the store, and so do those of every
+    other version with the same content (a store keeps each content once). For a secret that reached the history:
+    an edit made outside memdir, a note written before the policy redacted it (`memdir scan --history` finds
+    them). A current file's content cannot be redacted: change or delete the file first. Recorded in the audit log.
+
+    Example:
+
+        memdir redact /memories/notes.md@3
+    """
+    raw, _, number = spec.rpartition("@")
+    if not raw:
+        raise click.ClickException(f"expected PATH@VERSION, e.g. /memories/notes.md@3, got: {spec}")
+    target, store = parse(raw), state.store()
+    version = version_of(store, target, version_number(number))
+    if version.sha256 is None:
+        raise click.ClickException(f"version {version.version} of {target.virtual} is a deletion; it has no content")
+    sharing = [v.version for v in store.log() if v.sha256 == version.sha256 and v.version != version.version]
+    also = f" (and the same content in versions {', '.join(map(str, sharing))})" if sharing else ""
+    if not yes and not click.confirm(f"Remove the content of {spec}{also} for good?", err=True):
+        raise click.ClickException("nothing was redacted")
+    if not store.redact_content(version.sha256):
+        raise click.ClickException(f"the content of {spec} was already redacted")
+    click.echo(f"Redacted {target.virtual}@{version.version}{also}: its content is no longer stored.")
+
+
 # -- on top of the store contract ------------------------------------------------------------------------------
 
 
@@ -166,12 +199,18 @@ def file_stats(store: Store, path: MemoryPath) -> list[Stat]:
     return [Stat(e.path, "file", e.size, e.version, e.sha256, e.modified) for e in store.list_files(path)]
 
 
-def already_current(store: Store, path: MemoryPath, number: int) -> int | None:
-    """The current version of ``path`` when its content is already that of version ``number`` (so restoring it
-    would only add a duplicate), else None. `NotFoundError` when ``path`` has no version ``number``."""
+def version_of(store: Store, path: MemoryPath, number: int) -> Version:
+    """Version ``number`` of ``path`` (`NotFoundError` when it has none)."""
     wanted = next((v for v in store.history(path) if v.version == number), None)
     if wanted is None:
         raise NotFoundError(f"{path.virtual} has no version {number}")
+    return wanted
+
+
+def already_current(store: Store, path: MemoryPath, number: int) -> int | None:
+    """The current version of ``path`` when its content is already that of version ``number`` (so restoring it
+    would only add a duplicate), else None. `NotFoundError` when ``path`` has no version ``number``."""
+    wanted = version_of(store, path, number)
     now = store.stat(path)
     if now is None or now.kind != "file" or wanted.sha256 is None or now.sha256 != wanted.sha256:
         return None

@@ -20,8 +20,8 @@ from ..policy.config import load_policy, parse_duration
 from ..policy.integrity import verify as verify_store
 from ..policy.retention import apply as apply_gc
 from ..policy.retention import plan as plan_gc
-from ..policy.sweep import Located, sweep, texts_in_paths, texts_in_store
-from ..store import open_store, url_scheme
+from ..policy.sweep import Located, sweep, texts_in_history, texts_in_paths, texts_in_store
+from ..store import open_store, store_exists, url_scheme
 from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import duration, echo_json, iso, plural, print_rows, shown, stdout_is_tty
 
@@ -49,9 +49,14 @@ class _ScanError(click.ClickException):
 )
 @click.option("--secrets-only", is_flag=True, help="Report secrets only, not injected instructions.")
 @click.option("--untrusted", is_flag=True, help="Judge the text as untrusted content (policy.untrusted_injection).")
+@click.option(
+    "--history", is_flag=True, help="In a store, also every earlier content of its history (named PATH@VERSION)."
+)
 @pass_context
 @fail_cleanly
-def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bool, untrusted: bool) -> None:
+def scan(
+    state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bool, untrusted: bool, history: bool
+) -> None:
     """Check files, directories or a store for secrets and injected instructions.
 
     PATH is a file, a directory (every text file below it, hidden names left out), a store URL (sqlite:...,
@@ -70,7 +75,7 @@ def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bo
     policy = load_policy(state.namespace).write
     found = False
     try:
-        texts = _texts(paths or (_given_store(state) or "-",), state.namespace)
+        texts = _texts(paths or (_given_store(state) or "-",), state.namespace, history=history)
         for item in sweep(texts, policy, untrusted=untrusted, secrets_only=secrets_only):
             found = True
             click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
@@ -80,9 +85,12 @@ def scan(state: Context, paths: tuple[str, ...], as_json: bool, secrets_only: bo
         sys.exit(1)
 
 
-def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
-    """(name, text) for each PATH: standard input, a store (a URL with a scheme), or files on disk."""
+def _texts(paths: tuple[str, ...], namespace: str, *, history: bool = False) -> Iterator[tuple[str, str]]:
+    """(name, text) for each PATH: standard input, a store (a URL with a scheme; with ``history``, a directory
+    store's path too: its history is in the store, not in the files), or files on disk."""
     for path in paths:
+        if history and url_scheme(path) is None and Path(path).is_dir() and store_exists(path):
+            path = f"file:{path}"
         if path == "-":
             with click.open_file("-", "rb") as stdin:
                 yield "-", stdin.read().decode("utf-8", "replace")
@@ -94,6 +102,8 @@ def _texts(paths: tuple[str, ...], namespace: str) -> Iterator[tuple[str, str]]:
             try:
                 with _one_call(store):
                     yield from texts_in_store(store)
+                    if history:  # what `memdir redact PATH@VERSION` can remove
+                        yield from texts_in_history(store)
             finally:
                 store.close()
         else:

@@ -12,18 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError
+from ..errors import HistoryUnavailableError, NotFoundError
 from ..paths import MemoryPath
 from .secrets import SECRET_RULES
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from ..store import Store
+    from ..store import Entry, Store
     from .findings import Finding
     from .pipeline import WritePolicy
 
-__all__ = ["Located", "mask", "sweep", "texts_in_paths", "texts_in_store"]
+__all__ = ["Located", "mask", "sweep", "texts_in_history", "texts_in_paths", "texts_in_store"]
 
 _PREVIEW = 120  # characters of a line shown
 # What a masked secret may still show: the issuer's fixed prefix (`ghp_`, `AKIA`), public by definition.
@@ -135,3 +135,30 @@ def texts_in_store(store: Store) -> Iterator[tuple[str, str]]:
             yield entry.path.virtual, data.decode("utf-8")
         except UnicodeDecodeError:
             continue
+
+
+def texts_in_history(store: Store) -> Iterator[tuple[str, str]]:
+    """(``PATH@VERSION``, text) for each earlier content in ``store``'s history that no current file holds, each
+    once, named by the last version that had it: what `memdir redact` can remove. Pruned and redacted contents are
+    not there to read; a store without history has none."""
+    current = {entry.sha256 for entry in _entries(store)}
+    last: dict[str, tuple[MemoryPath, int]] = {}
+    try:
+        versions = list(store.log())
+    except HistoryUnavailableError:
+        return
+    for version in versions:  # oldest first: the last one assigned is the last that had the content
+        if version.sha256 is not None and version.sha256 not in current:
+            last[version.sha256] = (version.path, version.version)
+    for sha, (path, number) in sorted(last.items(), key=lambda item: (item[1][0].parts, item[1][1])):
+        try:
+            yield f"{path.virtual}@{number}", store.read_blob(sha).decode("utf-8")
+        except (NotFoundError, UnicodeDecodeError):  # pruned, redacted, or not text
+            continue
+
+
+def _entries(store: Store) -> list[Entry]:
+    try:
+        return store.list_files(MemoryPath(()))
+    except NotFoundError:  # an empty store
+        return []
