@@ -504,6 +504,25 @@ def test_a_held_write_to_a_file_that_is_not_there_says_so(browser: Browser, serv
     )  # versions count per namespace
 
 
+def test_a_held_write_reads_in_the_order_it_would_be_stored(browser: Browser, server: LiveServer, token: str) -> None:
+    """A right-to-left override would show a held write one way to the reviewer and store it another ("Trojan
+    Source"): the page names each bidirectional control where it stands (the policy holds such text as hidden)."""
+    trojan = "Pay the invoice to account \u202e9876\u202c and \u2067mark it done\u2069"
+    shown = (
+        "Pay the invoice to account \u27e8U+202E\u27e99876\u27e8U+202C\u27e9 and \u27e8U+2067\u27e9mark it done"
+        "\u27e8U+2069\u27e9"
+    )
+    with api(server, token) as http:
+        held = tool(http, command="create", path="/memories/invoice.md", file_text=trojan + "\n")
+        assert "held for review" in held["text"]
+    page, watch = open_page(browser, server, DESKTOP)
+    sign_in(page, token)
+    page.get_by_role("link", name=re.compile("^Review")).click()
+    expect(page.get_by_role("article", name="#2 create /memories/invoice.md")).to_contain_text(shown)
+    assert "\u202e" not in page.locator("main").inner_text()
+    assert watch.problems == []
+
+
 @pytest.mark.parametrize("width", [1280, 1400, 1920])
 def test_the_audit_table_fits_a_desktop_screen(browser: Browser, server: LiveServer, token: str, width: int) -> None:
     with api(server, token) as http:  # long paths, sessions and findings: the widest rows the log holds

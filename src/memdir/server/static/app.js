@@ -53,9 +53,17 @@
   function add(el, children) {
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      el.append(child instanceof Node ? child : document.createTextNode(visible(String(child))));
     }
     return el;
+  }
+
+  // Bidirectional controls reorder a line as shown ("Trojan Source"): a held write could read one way to the
+  // reviewer and be stored another. Memory holds what a model wrote, so every text the page shows names them
+  // instead (the editor keeps the text as it is).
+  const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function visible(text) {
+    return text.replace(BIDI, (c) => "\u27e8U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e9");
   }
 
   // Links go to this page's routes only: never javascript:, never another site.
