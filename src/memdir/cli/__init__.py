@@ -25,6 +25,7 @@ from ..errors import MemdirError
 from ..store import store_exists
 from ..tool import MemoryTool
 from ._group import Context, _shown, cli, fail_cleanly, pass_context
+from ._output import shown, stdout_is_tty
 
 __all__ = ["Context", "cli", "fail_cleanly", "main", "pass_context"]
 
@@ -53,7 +54,7 @@ def tool(state: Context, command_json: str, actor: str) -> None:
         raise click.ClickException("the command is not valid JSON: it is nested too deeply") from exc
     writes = not (isinstance(command, dict) and command.get("command") == "view")
     result = MemoryTool(state.store(create=writes), actor=actor).execute(command)
-    click.echo(result.text)
+    click.echo(shown(result.text) if stdout_is_tty() else result.text)  # a pipe gets what the model reads
     if result.is_error:
         sys.exit(1)
 
