@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir import DirectoryStore, SessionError
+from memdir import DirectoryStore, SessionError, Store
 from memdir.agent.sessions import SessionLog, find_session, list_sessions, read_session, sessions_dir, store_key
 from support.anthropic_server import FakeAnthropicServer, text_reply, tool_use_reply
 
@@ -58,6 +58,30 @@ def test_resume_continues_with_the_exact_transcript(
     resumed.run("And now?")
     assert anthropic_server.message_requests[-1].messages[: len(before)] == before
     assert records(first.transcript_path or resumed.transcript_path)[-1]["type"] == "message"  # type: ignore[arg-type]
+
+
+def test_a_secret_reaches_the_model_but_not_the_session_file(
+    anthropic_server: FakeAnthropicServer, make_agent: MakeAgent, store: Store
+) -> None:
+    """A key typed into a prompt, and the model's tool call carrying it, are redacted on the way to the session
+    file as memory redacts them (the model reads the live conversation as sent); a resumed session reads them so."""
+    key = "AKIAQ7W3E9R5T1Y8U2I7"
+    create = {"command": "create", "path": "/memories/aws.md", "file_text": f"deploy key {key}\n"}
+    anthropic_server.script(tool_use_reply([("memory", create)]), text_reply(f"Saved {key}."), text_reply("ok"))
+    agent = make_agent()
+    agent.run(f"Remember my deploy key {key}")
+    assert key in json.dumps(anthropic_server.message_requests[-1].messages)  # the live session, as sent
+    assert agent.transcript_path is not None
+    on_disk = agent.transcript_path.read_text()
+    assert key not in on_disk
+    records_with_it = [r for r in records(agent.transcript_path) if "[REDACTED:aws-access-key]" in json.dumps(r)]
+    assert len(records_with_it) == 4  # the prompt, the model's call, the tool's note naming the label, the answer
+    assert key.encode() not in store.read("/memories/aws.md").content
+    agent.close()
+    resumed = make_agent(resume=agent.session_id)
+    assert key not in json.dumps(resumed.messages) and len(resumed.messages) == 4
+    resumed.run("Thanks")  # the redacted transcript is a valid conversation to continue
+    assert key not in json.dumps(anthropic_server.message_requests[-1].messages)
 
 
 def test_resume_by_prefix_and_latest(anthropic_server: FakeAnthropicServer, make_agent: MakeAgent) -> None:

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..automemory import AutoMemoryConfig, load_auto_memory
 from ..errors import ConfigError, MaxTurnsError, MemdirError, PathError
+from ..gate import Rules
 from ..paths import parse
+from ..policy.pipeline import redact
 from ..project import project_root as find_root
 from ..store import Origin, Store
 from ..tool import ToolResult
@@ -162,7 +164,7 @@ class Agent(ContextManagement):
             self.session_id = new_session_id()
             self._source = "startup"
             return
-        self._log, state = SessionLog.resume(self._find_session(resume))
+        self._log, state = SessionLog.resume(self._find_session(resume), redact=self._transcript_redaction())
         self.session_id, self.messages, self.turns, self.usage = state.id, state.messages, state.turns, state.usage
         self._source = "resume"
 
@@ -180,6 +182,19 @@ class Agent(ContextManagement):
             "namespace": self.store.namespace,
             "cwd": os.getcwd(),
         }
+
+    def _transcript_redaction(self) -> Callable[[str], str] | None:
+        """What the session file keeps of a text: secrets redacted as the write policy of this namespace redacts
+        them in memory (a key typed into a prompt reaches the model, not the disk); None when it allows them."""
+        policy = Rules.for_namespace(self.store.namespace).policy
+        if policy.secrets == "allow":
+            return None
+
+        def redacted(text: str) -> str:
+            found = policy.secrets_in(text)
+            return redact(text, found)[0] if found else text
+
+        return redacted
 
     @property
     def transcript_path(self) -> Path | None:
@@ -257,7 +272,7 @@ class Agent(ContextManagement):
             return
         self._started = True
         if self._log is None and self._sessions_dir is not None:
-            self._log = SessionLog.create(self._header(), self._sessions_dir)
+            self._log = SessionLog.create(self._header(), self._sessions_dir, redact=self._transcript_redaction())
         if self._source == "resume":
             self.repair(INTERRUPTED)  # a killed process can leave the last tool calls unanswered
             if self.settings.instructions:  # the transcript holds the text; compaction still needs its section

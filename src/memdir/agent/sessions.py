@@ -5,7 +5,7 @@ Each line is one record, written with one ``write`` as soon as it exists, so a k
 cut off before anything else is appended. Records are made durable (``fsync``) once per turn, after the
 tool results: an operating-system crash can lose the turn in progress, never corrupt earlier ones (the same
 bargain as the stores' ``synchronous=NORMAL``), and a turn pays for one flush, not two. Replaying the
-records rebuilds the transcript exactly, which is what ``--resume`` continues:
+records rebuilds the transcript exactly (secrets redacted, below), which is what ``--resume`` continues:
 
 - ``{"type": "session", "id", "started", "provider", "model", "store", "namespace", "cwd", "version": 1}``
 - ``{"type": "message", "message": {...}, "usage": {...}?, "prompt": "..."?}`` one message, appended
@@ -13,7 +13,10 @@ records rebuilds the transcript exactly, which is what ``--resume`` continues:
 - ``{"type": "reset", "reason": "compact", "messages": [...]}`` the whole transcript replaced
 - ``{"type": "usage", "usage": {...}}`` tokens spent outside the conversation (a compaction summary)
 
-Files are ``0600`` and the directory ``0700``: transcripts hold memory contents and whatever the user said.
+Files are ``0600`` and the directory ``0700``: transcripts hold memory contents and whatever the user said. Secrets
+are redacted on the way to the file as the write policy redacts them in memory (`SessionLog` ``redact``; nothing
+when ``secrets = "allow"``): a key typed into a prompt, or a model's tool call carrying one the gate redacted, reaches
+the model in the live session but is not kept on disk, and a resumed session reads it redacted.
 
 A session belongs to the store and namespace it ran on (the header's ``store``, a canonical URL from `store_key`,
 and ``namespace``): `list_sessions` and `find_session` take them to see only that store's sessions, and resuming
@@ -29,6 +32,7 @@ import json
 import os
 import secrets
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -146,36 +150,46 @@ class SessionInfo:
         return (store is None or self.store == store) and (namespace is None or self.namespace == namespace)
 
 
-class SessionLog:
-    """The open transcript file of one session; every `append` is durable when it returns."""
+Redact = Callable[[str], str]
+_KEPT = frozenset({"id", "tool_use_id", "type"})  # ids and kinds: never text that could hold a secret
 
-    def __init__(self, path: Path, fd: int) -> None:
+
+class SessionLog:
+    """The open transcript file of one session; every `append` is durable when it returns. ``redact``: what each
+    text of a record becomes on disk (the write policy's redaction of secrets)."""
+
+    def __init__(self, path: Path, fd: int, redact: Redact | None = None) -> None:
         self.path = path
         self._fd = fd
+        self._redact = redact
 
     @classmethod
-    def create(cls, header: dict[str, Any], directory: Path | None = None) -> SessionLog:
+    def create(
+        cls, header: dict[str, Any], directory: Path | None = None, *, redact: Redact | None = None
+    ) -> SessionLog:
         where = directory or sessions_dir()
         _make_dir(where)
         path = where / f"{header['id']}.jsonl"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        log = cls(path, fd)
+        log = cls(path, fd, redact)
         log.append({"type": "session", "version": VERSION, **header})
         _mark_latest(path)
         _fsync_dir(where)  # the new file's name survives a crash too
         return log
 
     @classmethod
-    def resume(cls, path: Path) -> tuple[SessionLog, SessionState]:
+    def resume(cls, path: Path, *, redact: Redact | None = None) -> tuple[SessionLog, SessionState]:
         state, good_bytes = _replay(path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         if good_bytes < os.fstat(fd).st_size:
             os.ftruncate(fd, good_bytes)  # a torn last record: cut it off before appending
         _mark_latest(path)
-        return cls(path, fd), state
+        return cls(path, fd, redact), state
 
     def append(self, record: dict[str, Any], *, sync: bool = True) -> None:
-        """Write one record; with ``sync``, also make it and everything before it durable."""
+        """Write one record (its texts redacted); with ``sync``, also make it and everything before it durable."""
+        if self._redact is not None:
+            record = _redacted(record, self._redact)
         data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
         view = memoryview(data)
         while view:
@@ -332,3 +346,14 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _redacted(value: Any, redact: Redact, key: str | None = None) -> Any:
+    """``value`` (a record, or a part of one) with ``redact`` applied to every text in it but ids and kinds."""
+    if isinstance(value, str):
+        return value if key in _KEPT else redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v, redact, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    return value
