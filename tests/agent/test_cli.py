@@ -271,3 +271,15 @@ def test_chat_says_where_it_is_once_and_resume_counts_in_words(
     assert second.stderr.count("memdir chat: store") == 1
     assert "\t1 turn\tSay one" in second.stdout
     assert "turns\tSay one" not in second.stdout
+
+
+def test_the_chat_input_history_keeps_no_secret(tmp_path: Path, make_agent: MakeAgent) -> None:
+    """Up/down history recalls what was typed in this chat; its file keeps it as the session file does."""
+    from memdir.cli._chat import _history
+
+    key = "AKIAQ7W3E9R5T1Y8U2I7"
+    history = _history(tmp_path / "chat_history", make_agent().kept_on_disk())
+    history.append_string(f"my deploy key is {key}")
+    on_disk = (tmp_path / "chat_history").read_text()
+    assert key not in on_disk and "my deploy key is [REDACTED:aws-access-key]" in on_disk
+    assert history.get_strings()[-1] == f"my deploy key is {key}"

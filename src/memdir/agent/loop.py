@@ -164,7 +164,7 @@ class Agent(ContextManagement):
             self.session_id = new_session_id()
             self._source = "startup"
             return
-        self._log, state = SessionLog.resume(self._find_session(resume), redact=self._transcript_redaction())
+        self._log, state = SessionLog.resume(self._find_session(resume), redact=self.kept_on_disk())
         self.session_id, self.messages, self.turns, self.usage = state.id, state.messages, state.turns, state.usage
         self._source = "resume"
 
@@ -183,9 +183,10 @@ class Agent(ContextManagement):
             "cwd": os.getcwd(),
         }
 
-    def _transcript_redaction(self) -> Callable[[str], str] | None:
-        """What the session file keeps of a text: secrets redacted as the write policy of this namespace redacts
-        them in memory (a key typed into a prompt reaches the model, not the disk); None when it allows them."""
+    def kept_on_disk(self) -> Callable[[str], str] | None:
+        """What a file of this session (its transcript, the chat's input history) keeps of a text: secrets redacted
+        as the write policy of this namespace redacts them in memory (a key typed into a prompt reaches the model,
+        not the disk); None when the policy allows them."""
         policy = Rules.for_namespace(self.store.namespace).policy
         if policy.secrets == "allow":
             return None
@@ -272,7 +273,7 @@ class Agent(ContextManagement):
             return
         self._started = True
         if self._log is None and self._sessions_dir is not None:
-            self._log = SessionLog.create(self._header(), self._sessions_dir, redact=self._transcript_redaction())
+            self._log = SessionLog.create(self._header(), self._sessions_dir, redact=self.kept_on_disk())
         if self._source == "resume":
             self.repair(INTERRUPTED)  # a killed process can leave the last tool calls unanswered
             if self.settings.instructions:  # the transcript holds the text; compaction still needs its section

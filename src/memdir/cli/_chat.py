@@ -20,6 +20,9 @@ from ._output import plural, shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
+    from pathlib import Path
+
+    from prompt_toolkit.history import FileHistory
 
     from ..agent import Agent, Event
 
@@ -38,7 +41,7 @@ class Chat:
     def __init__(self, agent: Agent, *, interactive: bool) -> None:
         self.agent = agent
         self.interactive = interactive
-        self._read = _terminal_reader() if interactive else _pipe_reader()
+        self._read = _terminal_reader(agent.kept_on_disk()) if interactive else _pipe_reader()
         self.commands: dict[str, Callable[[str], bool]] = {
             "/memory": self.memory,
             "/context": self.context,
@@ -186,14 +189,13 @@ def _pipe_reader() -> Callable[[], str | None]:
     return read
 
 
-def _terminal_reader() -> Callable[[], str | None]:
+def _terminal_reader(kept: Callable[[str], str] | None) -> Callable[[], str | None]:
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
 
     path = data_dir() / "chat_history"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.touch(mode=0o600, exist_ok=True)  # what was typed may be private: owner only
-    session: PromptSession[str] = PromptSession(history=FileHistory(str(path)))
+    session: PromptSession[str] = PromptSession(history=_history(path, kept))
 
     def read() -> str | None:
         while True:
@@ -205,3 +207,15 @@ def _terminal_reader() -> Callable[[], str | None]:
                 return None
 
     return read
+
+
+def _history(path: Path, kept: Callable[[str], str] | None) -> FileHistory:
+    """Up/down history in ``path``, each line as ``kept`` keeps it on disk (a key typed into a prompt is recalled
+    in this chat, and redacted in the file)."""
+    from prompt_toolkit.history import FileHistory
+
+    class Redacted(FileHistory):
+        def store_string(self, string: str) -> None:
+            super().store_string(string if kept is None else kept(string))
+
+    return Redacted(str(path))
