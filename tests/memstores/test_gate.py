@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import anthropic
 import httpx
+import pytest
 
 from backends import LiveServer
 
@@ -63,9 +65,26 @@ def test_a_secret_in_a_stores_name_description_or_metadata_is_redacted(client: C
     )
     assert (made.name, made.description) == ("deploy [REDACTED:aws-access-key]", "uses [REDACTED:aws-access-key]")
     assert made.metadata == {"k": "[REDACTED:aws-access-key]"}
-    updated = api.beta.memory_stores.update(made.id, name=f"now {keys[3]}", metadata={keys[4]: "v"})
+    updated = api.beta.memory_stores.update(made.id, name=f"now {keys[3]}", metadata={"j": keys[4]})
     assert updated.name == "now [REDACTED:aws-access-key]"
-    assert updated.metadata == {"k": "[REDACTED:aws-access-key]", "[REDACTED:aws-access-key]": "v"}
+    assert updated.metadata == {"k": "[REDACTED:aws-access-key]", "j": "[REDACTED:aws-access-key]"}
+    assert not [key for key in keys if key.encode() in database_bytes(db_path)]
+
+
+def test_a_metadata_key_holding_a_secret_is_refused(client: Client, db_path: Path) -> None:
+    """Redacted, two keys holding secrets would become one and a value be lost: a key holding one is refused,
+    and nothing changes."""
+    keys = ["AKIA" + "Q7W3E9R5T1Y8U2I" + digit for digit in "67"]
+    api = client("alice")
+    made = api.beta.memory_stores.create(name="keys", metadata={"a": "1"})
+    for attempt in (
+        lambda: api.beta.memory_stores.create(name="other", metadata={keys[0]: "x", keys[1]: "y"}),
+        lambda: api.beta.memory_stores.update(made.id, metadata={keys[0]: "x"}),
+    ):
+        with pytest.raises(anthropic.BadRequestError, match="a key holds a secret"):
+            attempt()
+    assert api.beta.memory_stores.retrieve(made.id).metadata == {"a": "1"}
+    assert [s.name for s in api.beta.memory_stores.list()] == ["keys"]
     assert not [key for key in keys if key.encode() in database_bytes(db_path)]
 
 

@@ -84,8 +84,16 @@ def _redacted(store: GatedStore, value: Any) -> Any:
     if isinstance(value, str):
         return store.redacted(value)
     if isinstance(value, dict):
-        return {_redacted(store, k): _redacted(store, v) for k, v in value.items()}
+        return {_key(store, k): _redacted(store, v) for k, v in value.items()}
     return value
+
+
+def _key(store: GatedStore, key: Any) -> Any:
+    """A metadata key holding a secret is refused, as a file name holding one is: redacted, two keys could become
+    one and a value be lost, and a key is answered on every read."""
+    if isinstance(key, str) and store.redacted(key) != key:
+        raise InvalidRequestError("metadata: a key holds a secret; name it otherwise (values may hold one: redacted)")
+    return key
 
 
 async def archive_store(call: Call) -> Response:
