@@ -48,6 +48,7 @@ PROJECT_FILE = "memdir.toml"
 TABLES: dict[str, str] = {
     "agent": "the agent: memdir run / chat (docs/agent.md)",
     "memory": "where memory lives, auto memory (README.md, docs/agent.md)",
+    "limits": "the size and count limits of a file and a namespace (docs/safety.md)",
     "policy": "the write policy, expiry, retention (docs/safety.md)",
     "search": "search and its index (docs/search.md)",
 }

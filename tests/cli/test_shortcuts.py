@@ -228,7 +228,7 @@ def test_config_shows_the_files_read_and_the_values_in_effect(
     assert f'mode = "fts"  # {_isolated_home / "config.toml"}' in lines
     assert (
         result.stderr
-        == f"Warning: {project / 'memdir.toml'}:3: unknown table [zzz] (known: [agent], [memory], [policy], [search]); it is ignored\n"
+        == f"Warning: {project / 'memdir.toml'}:3: unknown table [zzz] (known: [agent], [limits], [memory], [policy], [search]); it is ignored\n"
     )
     report = json.loads(run("config", "--json").stdout)
     assert report["tables"]["agent"]["model"] == {"value": "project-model", "source": str(project / "memdir.toml")}

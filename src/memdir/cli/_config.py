@@ -64,7 +64,7 @@ def _report(state: Context, settings: Settings) -> dict[str, Any]:
     agent = load_agent_settings(settings=settings)
     sources = setting_sources(settings)
     tables = {"agent": {key: {"value": _plain(getattr(agent, key)), "source": sources[key]} for key in sources}}
-    for name in ("memory", "policy", "search"):
+    for name in ("limits", "memory", "policy", "search"):
         tables[name] = _file_values(settings, name)
     switch = env_switch()
     auto = load_auto_memory(settings)

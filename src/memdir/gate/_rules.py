@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..policy.limits import Limits
+from ..policy.limits import Limits, limits_from_section
 from ..policy.pipeline import WritePolicy
 from ..store._base import Quota
 
@@ -30,11 +30,15 @@ class Rules:
     def for_namespace(
         cls, namespace: str, *, limits: Limits | None = None, settings: Settings | None = None, audit: bool = True
     ) -> Rules:
-        """The rules the settings give ``namespace`` (``[policy]``; the defaults when they say nothing), read in
-        the process that owns the store: a client cannot bring its own."""
+        """The rules the settings give ``namespace`` (``[policy]`` and ``[limits]``; the defaults when they say
+        nothing; ``limits`` given: those), read in the process that owns the store: a client cannot bring its own."""
         from ..policy.config import load_policy  # reads the settings files: only when asked
+        from ..settings import load_settings
 
-        return cls(load_policy(namespace, settings).write, limits or Limits(), audit)
+        settings = settings or load_settings()
+        if limits is None:
+            limits = limits_from_section(settings.section("limits"), namespace)
+        return cls(load_policy(namespace, settings).write, limits, audit)
 
     @property
     def quota(self) -> Quota | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["Limits"]
+from ..errors import ConfigError
+
+__all__ = ["Limits", "limits_from_section"]
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -30,3 +32,34 @@ class Limits:
         if unknown:
             raise TypeError(f"unknown memory tool option(s): {', '.join(unknown)}; limits are {sorted(names)}")
         return cls(**options)
+
+
+# The limits a setting may turn off ("none"); the others bound what one view shows and always apply.
+_OPTIONAL = frozenset({"max_file_bytes", "max_image_bytes", "max_files", "max_total_bytes"})
+
+
+def limits_from_section(section: dict[str, Any], namespace: str) -> Limits:
+    """The ``[limits]`` table of the settings for ``namespace`` (``[limits.namespaces.NAME]`` over the rest): each
+    key a `Limits` field, a whole number from 1, or ``"none"`` for the namespace and file limits."""
+    namespaces = section.get("namespaces", {})
+    own = namespaces.get(namespace, {}) if isinstance(namespaces, dict) else None
+    if not isinstance(own, dict):
+        raise ConfigError("settings: [limits.namespaces] must be a table of tables")
+    merged = {**{k: v for k, v in section.items() if k != "namespaces"}, **own}
+    names = {f.name for f in fields(Limits)}
+    unknown = sorted(set(merged) - names)
+    if unknown:
+        raise ConfigError(
+            f"settings: unknown key(s) in [limits]: {', '.join(unknown)}; known: {', '.join(sorted(names))}"
+        )
+    values: dict[str, Any] = {name: _limit(name, value) for name, value in merged.items()}  # None only if optional
+    return Limits(**values)
+
+
+def _limit(name: str, value: object) -> int | None:
+    if value == "none" and name in _OPTIONAL:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        off = ' or "none"' if name in _OPTIONAL else ""
+        raise ConfigError(f"settings: limits.{name} must be a whole number from 1{off}, got {value!r}")
+    return value

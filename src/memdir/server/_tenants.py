@@ -77,7 +77,9 @@ class Tenants:
         self.url = url
         self.limit = limit
         options = tool_options or {}
-        self.limits = Limits.from_options({k: v for k, v in options.items() if k in _LIMITS})
+        # Limits given here win over the settings' [limits], one by one (checked now: a typo must not pass).
+        self.limit_options = {k: v for k, v in options.items() if k in _LIMITS}
+        Limits.from_options(self.limit_options)
         self.create_overwrites = bool(options.get("create_overwrites", False))
         unknown = sorted(set(options) - _LIMITS - {"create_overwrites"})
         if unknown:
@@ -172,7 +174,9 @@ class Tenants:
     def _open_slot(self, namespace: str) -> _Slot:
         store = self._open_store(namespace)
         try:
-            rules = Rules.for_namespace(namespace, limits=self.limits)  # this process's settings, never a client's
+            rules = Rules.for_namespace(namespace)  # this process's settings, never a client's
+            if self.limit_options:
+                rules = dataclasses.replace(rules, limits=dataclasses.replace(rules.limits, **self.limit_options))
             return _Slot(store, rules, load_auto_memory())
         except BaseException:
             store.close()
