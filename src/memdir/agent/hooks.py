@@ -32,9 +32,13 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["HOOK_EVENTS", "HookCallable", "HookOutcome", "Hooks"]
+if TYPE_CHECKING:
+    from .settings import AgentSettings
+
+__all__ = ["HOOK_EVENTS", "HookCallable", "HookOutcome", "HookSpec", "Hooks", "hooks_from"]
+
 
 log = logging.getLogger("memdir.agent")
 
@@ -42,6 +46,8 @@ HOOK_EVENTS = ("SessionStart", "PreCompact", "PostCompact", "Stop")
 HookCallable = Callable[[dict[str, Any]], object]
 """Called with the payload; returns None, the text to add (a str), or a dict with ``decision``/``reason``/
 ``context``. Exceptions are reported, never raised into the loop."""
+HookSpec = HookCallable | str | Mapping[str, Any]
+"""A hook given to `Agent`: a callable, a shell command, or a settings-style ``{command, matcher?, timeout?}``."""
 
 BLOCK_EXIT = 2
 
@@ -244,3 +250,17 @@ def _added(event: str, text: str) -> str:
         return ""
     lines = len(text.strip().splitlines())
     return f"added {lines} line{'s' if lines != 1 else ''} to the context"
+
+
+def hooks_from(hooks: Hooks | Mapping[str, Sequence[HookSpec]] | None, settings: AgentSettings) -> Hooks:
+    """The settings' hooks, then the ones given: callables, commands, or ``{command, matcher?, timeout?}``."""
+    if isinstance(hooks, Hooks):
+        return hooks
+    made = Hooks(settings.hooks, timeout=settings.hook_timeout)
+    for event, entries in (hooks or {}).items():
+        for entry in entries:
+            if isinstance(entry, Mapping):
+                made.add(event, str(entry["command"]), matcher=entry.get("matcher"), timeout=entry.get("timeout"))
+            else:
+                made.add(event, entry)
+    return made

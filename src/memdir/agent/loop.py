@@ -21,10 +21,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..automemory import AutoMemoryConfig, load_auto_memory
-from ..errors import ConfigError, MaxTurnsError, MemdirError, PathError
-from ..gate import Rules
-from ..paths import parse
-from ..policy.pipeline import redact
+from ..errors import ConfigError, MaxTurnsError, MemdirError
 from ..project import project_root as find_root
 from ..store import Origin, Store
 from ..tool import ToolResult
@@ -45,15 +42,33 @@ from .events import (
     ToolFinished,
     Usage,
 )
-from .hooks import HookCallable, Hooks
+from .hooks import Hooks, HookSpec, hooks_from
 from .instructions import Instructions, load_instructions
 from .longrun import PROGRESS
 from .managing import ContextManagement, ContextReport, hook_events
 from .providers import Provider, Reply, Request, open_provider
-from .sessions import SessionLog, find_session, new_session_id, sessions_dir, store_key, store_label
+from .sessions import (
+    SessionLog,
+    find_session,
+    new_session_id,
+    secret_redaction,
+    sessions_dir,
+    store_key,
+    store_label,
+)
 from .settings import AgentSettings
-from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_path, memory_tools, search_tools
-from .transcript import INTERRUPTED, Block, Message, answer_pending, text_block, text_of, tool_uses, user
+from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_paths_used, memory_tools, search_tools
+from .transcript import (
+    INTERRUPTED,
+    Block,
+    Message,
+    answer_pending,
+    result_block,
+    text_block,
+    text_of,
+    tool_uses,
+    user,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,8 +78,6 @@ __all__ = ["Agent", "ContextReport"]
 log = logging.getLogger("memdir.agent")
 
 CANCELLED = "The user cancelled this tool call before it finished; it may or may not have taken effect."
-HookSpec = HookCallable | str | Mapping[str, Any]
-"""A hook given to `Agent`: a callable, a shell command, or a settings-style ``{command, matcher?, timeout?}``."""
 ExtraTool = ToolSpec | tuple[Mapping[str, Any], Mapping[str, Any] | None, Callable[[dict[str, Any]], ToolResult]]
 
 
@@ -113,7 +126,7 @@ class Agent(ContextManagement):
         self._owns_provider = provider is None if close_provider is None else close_provider
         self.model = self.settings.model_name
         self._check_mode()
-        self.hooks = _hooks(hooks, self.settings)
+        self.hooks = hooks_from(hooks, self.settings)
         self._sessions_dir = None if sessions is False else (sessions or sessions_dir())
         self._log: SessionLog | None = None
         self.messages: list[Message] = []
@@ -185,17 +198,8 @@ class Agent(ContextManagement):
 
     def kept_on_disk(self) -> Callable[[str], str] | None:
         """What a file of this session (its transcript, the chat's input history) keeps of a text: secrets redacted
-        as the write policy of this namespace redacts them in memory (a key typed into a prompt reaches the model,
-        not the disk); None when the policy allows them."""
-        policy = Rules.for_namespace(self.store.namespace).policy
-        if policy.secrets == "allow":
-            return None
-
-        def redacted(text: str) -> str:
-            found = policy.secrets_in(text)
-            return redact(text, found)[0] if found else text
-
-        return redacted
+        as this namespace's write policy redacts them in memory (`memdir.agent.sessions.secret_redaction`)."""
+        return secret_redaction(self.store.namespace)
 
     @property
     def transcript_path(self) -> Path | None:
@@ -403,7 +407,7 @@ class Agent(ContextManagement):
             result = self._execute(name, tool_input)
             yield from self._take_side_events()
             yield ToolFinished(turn, name, result.is_error, result.text)
-            results.append(_result_block(str(call.get("id")), result))
+            results.append(result_block(str(call.get("id")), result))
         self._append(user(*results, *self._take_pending()))
 
     def _execute(self, name: str, tool_input: dict[str, Any]) -> ToolResult:
@@ -431,7 +435,7 @@ class Agent(ContextManagement):
 
     def _touch(self, name: str, tool_input: dict[str, Any], result: ToolResult) -> None:
         """Remember which memory files this session used, most recent last (re-read after a compaction)."""
-        used, gone = _memory_paths(name, tool_input, result)
+        used, gone = memory_paths_used(name, tool_input, result)
         for path in gone:
             for key in [k for k in self._touched if k == path or k.startswith(path + "/")]:
                 del self._touched[key]
@@ -511,57 +515,9 @@ class Agent(ContextManagement):
 # -- helpers -------------------------------------------------------------------------------------------------
 
 
-def _hooks(hooks: Hooks | Mapping[str, Sequence[HookSpec]] | None, settings: AgentSettings) -> Hooks:
-    """The settings' hooks, then the ones given: callables, commands, or ``{command, matcher?, timeout?}``."""
-    if isinstance(hooks, Hooks):
-        return hooks
-    made = Hooks(settings.hooks, timeout=settings.hook_timeout)
-    for event, entries in (hooks or {}).items():
-        for entry in entries:
-            if isinstance(entry, Mapping):
-                made.add(event, str(entry["command"]), matcher=entry.get("matcher"), timeout=entry.get("timeout"))
-            else:
-                made.add(event, entry)
-    return made
-
-
 def _auto_memory(option: bool | AutoMemoryConfig | None) -> AutoMemoryConfig:
     if option is None:
         return load_auto_memory()
     if isinstance(option, bool):
         return AutoMemoryConfig(enabled=option)
     return option
-
-
-def _memory_paths(name: str, tool_input: dict[str, Any], result: ToolResult) -> tuple[list[str], list[str]]:
-    """The memory files a successful memory-tool call used, and the paths it removed (normal form)."""
-    if name in ("read_memory", "write_memory", "forget_memory"):  # the small tool set's view / create / delete
-        simple = {"read_memory": "view", "write_memory": "create", "forget_memory": "delete"}[name]
-        tool_input = {"command": simple, "path": memory_path(tool_input.get("path"))}
-    command = tool_input.get("command")
-    if command == "rename":
-        return _normal(tool_input.get("new_path")), _normal(tool_input.get("old_path"))
-    paths = _normal(tool_input.get("path"))
-    if command == "delete":
-        return [], paths
-    if command == "view" and not result.text.startswith("Here's the content of"):
-        return [], []  # a directory listing or an image
-    return paths, []
-
-
-def _normal(raw: object) -> list[str]:
-    if not isinstance(raw, str):
-        return []
-    try:
-        path = parse(raw)
-    except PathError:
-        return []
-    return [] if path.is_root else [path.virtual]
-
-
-def _result_block(tool_use_id: str, result: ToolResult) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id}
-    block["content"] = list(result.content) if result.content else result.text
-    if result.is_error:
-        block["is_error"] = True
-    return block

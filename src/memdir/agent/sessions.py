@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import data_dir
 from ..errors import MemdirError, SessionError
+from ..gate import Rules
+from ..policy.pipeline import redact
 from ..store import redact_url, url_scheme
 from .context import apply_cleared
 from .events import Usage
@@ -55,6 +57,7 @@ __all__ = [
     "SessionState",
     "find_session",
     "list_sessions",
+    "secret_redaction",
     "sessions_dir",
     "store_key",
     "store_label",
@@ -357,3 +360,17 @@ def _redacted(value: Any, redact: Redact, key: str | None = None) -> Any:
     if isinstance(value, list):
         return [_redacted(item, redact) for item in value]
     return value
+
+
+def secret_redaction(namespace: str) -> Redact | None:
+    """What a file of a session keeps of a text: secrets redacted as ``namespace``'s write policy redacts them in
+    memory (a key typed into a prompt reaches the model, not the disk); None when the policy allows them."""
+    policy = Rules.for_namespace(namespace).policy
+    if policy.secrets == "allow":
+        return None
+
+    def redacted(text: str) -> str:
+        found = policy.secrets_in(text)
+        return redact(text, found)[0] if found else text
+
+    return redacted

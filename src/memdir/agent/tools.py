@@ -19,14 +19,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PathError
+from ..paths import parse
 from ..tool import MemoryTool, ToolResult
 
 if TYPE_CHECKING:
     from ..automemory import AutoMemoryConfig
     from ..store import Origin, Store
 
-__all__ = ["MEMORY_SCHEMA", "MemoryAccess", "ToolSpec", "extra_tool", "memory_tools", "search_tools"]
+__all__ = [
+    "MEMORY_SCHEMA",
+    "MemoryAccess",
+    "ToolSpec",
+    "extra_tool",
+    "memory_paths_used",
+    "memory_tools",
+    "search_tools",
+]
 
 Trust = Literal["memory", "trusted", "untrusted"]
 _WRITE_COMMANDS = frozenset({"create", "str_replace", "insert", "delete", "rename"})
@@ -274,3 +283,29 @@ def check_unique(tools: Sequence[ToolSpec]) -> None:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError(f"two tools are named {duplicates[0]!r}: tool names must be unique")
+
+
+def memory_paths_used(name: str, tool_input: dict[str, Any], result: ToolResult) -> tuple[list[str], list[str]]:
+    """The memory files a successful memory-tool call used, and the paths it removed (normal form)."""
+    if name in ("read_memory", "write_memory", "forget_memory"):  # the small tool set's view / create / delete
+        simple = {"read_memory": "view", "write_memory": "create", "forget_memory": "delete"}[name]
+        tool_input = {"command": simple, "path": memory_path(tool_input.get("path"))}
+    command = tool_input.get("command")
+    if command == "rename":
+        return _normal_path(tool_input.get("new_path")), _normal_path(tool_input.get("old_path"))
+    paths = _normal_path(tool_input.get("path"))
+    if command == "delete":
+        return [], paths
+    if command == "view" and not result.text.startswith("Here's the content of"):
+        return [], []  # a directory listing or an image
+    return paths, []
+
+
+def _normal_path(raw: object) -> list[str]:
+    if not isinstance(raw, str):
+        return []
+    try:
+        path = parse(raw)
+    except PathError:
+        return []
+    return [] if path.is_root else [path.virtual]

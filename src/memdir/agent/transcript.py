@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from ..tool import ToolResult
+
 __all__ = [
     "Block",
     "Message",
@@ -21,6 +23,7 @@ __all__ = [
     "blocks",
     "is_tool_result_message",
     "orphans",
+    "result_block",
     "text_block",
     "text_of",
     "tool_results",
@@ -117,3 +120,12 @@ def answer_pending(messages: Sequence[Message], text: str = INTERRUPTED) -> Mess
     if not pending:
         return None
     return user(*({"type": "tool_result", "tool_use_id": b["id"], "content": text, "is_error": True} for b in pending))
+
+
+def result_block(tool_use_id: str, result: ToolResult) -> Block:
+    """A tool's result as the block that answers its call (``is_error`` only when it failed)."""
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id}
+    block["content"] = list(result.content) if result.content else result.text
+    if result.is_error:
+        block["is_error"] = True
+    return block
