@@ -60,11 +60,11 @@ def test_the_same_content_in_other_versions_is_named_and_goes_too(run: Run, leak
         store.delete("/memories/b.md")  # version 4 of b.md held "first", as version 1 of a.md did
     asked = run("redact", "/memories/a.md@1", store=leaked, input="y\n")
     assert asked.stderr.startswith(
-        "Remove the content of /memories/a.md@1 (and the same content in versions 4) for good?"
+        "Remove the content of /memories/a.md@1 (and the same content in /memories/b.md@4) for good?"
     )
     assert (
         asked.stdout
-        == "Redacted /memories/a.md@1 (and the same content in versions 4): its content is no longer stored.\n"
+        == "Redacted /memories/a.md@1 (and the same content in /memories/b.md@4): its content is no longer stored.\n"
     )
     assert run("show", "/memories/b.md@4", store=leaked).exit_code == 1
 

@@ -47,7 +47,10 @@ def ls(state: Context, path: str, as_json: bool) -> None:
 @pass_context
 @fail_cleanly
 def cat(state: Context, path: str) -> None:
-    """Print the current content of a file, byte for byte.
+    """Print the current content of a file (byte for byte into a pipe).
+
+    Into a pipe or a file, byte for byte. On a terminal, what the terminal would act on instead of showing
+    (escape sequences, control characters, right-to-left overrides) is printed escaped: \\x1b, \\u202e.
 
     Example:
 
@@ -91,7 +94,10 @@ def history(state: Context, path: str, as_json: bool) -> None:
 @pass_context
 @fail_cleanly
 def show(state: Context, spec: str) -> None:
-    """Print a file's content at one version, byte for byte.
+    """Print a file's content at one version (byte for byte into a pipe).
+
+    Into a pipe or a file, byte for byte. On a terminal, what the terminal would act on instead of showing
+    (escape sequences, control characters, right-to-left overrides) is printed escaped: \\x1b, \\u202e.
 
     Example:
 
@@ -177,8 +183,8 @@ def redact(state: Context, spec: str, yes: bool) -> None:
     version = version_of(store, target, version_number(number))
     if version.sha256 is None:
         raise click.ClickException(f"version {version.version} of {target.virtual} is a deletion; it has no content")
-    sharing = [v.version for v in store.log() if v.sha256 == version.sha256 and v.version != version.version]
-    also = f" (and the same content in versions {', '.join(map(str, sharing))})" if sharing else ""
+    sharing = [f"{v.path.virtual}@{v.version}" for v in store.log() if v.sha256 == version.sha256 and v != version]
+    also = f" (and the same content in {', '.join(sharing)})" if sharing else ""
     if not yes and not click.confirm(f"Remove the content of {spec}{also} for good?", err=True):
         raise click.ClickException("nothing was redacted")
     if not store.redact_content(version.sha256):
