@@ -314,7 +314,7 @@ def _print_held(quarantine: ReviewQueue, item: HeldWrite) -> None:
         click.echo(f"    source: {shown(item.source, cell=True)}")
     click.echo(f"    found: {rules}")
     for line in quarantine.diff(item):  # shown as stored: nothing in it may act on the reviewer's terminal
-        click.echo("    " + shown(line.rstrip("\n"), cell=True))
+        click.echo("    " + shown(line.rstrip("\n")))
     click.echo()
 
 
