@@ -32,7 +32,7 @@ from memdir import MemoryTool, Store, open_store
 HELPER = r'''
 import contextlib, errno, json, os, shutil, subprocess, sys
 from memdir import MemoryTool, open_store
-from memdir.store import directory as directory_module
+from memdir.store import _fileops as fileops_module
 
 NO_SPACE = "no space left on the device holding the store"
 
@@ -100,7 +100,7 @@ class Disk:
         self._patch(os, "open", open_)
         for name in ("write", "mkdir", "rename", "replace", "unlink", "rmdir", "fchmod", "chmod"):
             self._patch(os, name, refuse)
-        self._patch(directory_module, "_libc", None)  # renameat2 is a C call: use the (patched) os.rename
+        self._patch(fileops_module, "_libc", None)  # renameat2 is a C call: use the (patched) os.rename
         for store in stores:
             store._index.conn.execute("PRAGMA query_only = ON")
 

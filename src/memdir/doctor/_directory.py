@@ -63,8 +63,8 @@ class DirectoryDoctor:
 
     def _pending_changes(self) -> None:
         for namespace, rows in _pending_ops(self.index).items():
-            # A live writer records that its changes are done with its next command (`_Noted`): rows whose
-            # change is visibly in place are not news, and the next writer drops them.
+            # A live writer records that its changes are done with its next command (`memdir.store._writer.Noted`):
+            # rows whose change is visibly in place are not news, and the next writer drops them.
             ops = [op for op in rows if self._outstanding(namespace, op)]
             if not ops:
                 continue

@@ -7,7 +7,7 @@ therefore leaves the visible files as they were.
 
 Between the COMMIT and the renames a process can still be killed. So the same transaction records each of those
 operations in the index's ``pending`` table (`memdir.store._sql.PendingOp`), and they are deleted once done (by
-the same process's next write transaction, see `memdir.store.directory._Noted`). The next writer of the
+the same process's next write transaction, see `memdir.store._writer.Noted`). The next writer of the
 namespace, which holds the writer lock (so no live process can be half-way through), first
 *rolls forward* whatever rows it finds: it renames the temporary file into place, unlinks or moves the file,
 provided the disk still holds exactly what the operation expects. Anything else (the file edited by hand
