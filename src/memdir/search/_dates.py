@@ -10,6 +10,10 @@ Written forms understood: ``8 May 2023``, ``8th of May, 2023``, ``May 8, 2023``,
 (ISO; also ``2023/05/08``), ``May 2023``, month names in full or as three letters, English only. Numeric
 day/month orders other than ISO (``05/08/2023``) are ambiguous and are not read. "May" alone is a verb too often
 to be a month, so a query's bare "may" names no span.
+
+A query may also name time relative to today (an agent asking what it decided "last week"): ``today``,
+``yesterday``, ``this``/``last`` ``weekend``/``week``/``month``/``year``, ``N days``/``weeks``/``months ago``,
+``the past N days``/``weeks``, ``the past week``/``month``/``year``. Weeks start on Monday.
 """
 
 from __future__ import annotations
@@ -114,14 +118,93 @@ def passage_day(line: str, section: str, first_line: str, file_name: str) -> int
     return None
 
 
-def query_spans(query: str) -> list[Span]:
-    """The spans of time a query names."""
+def query_spans(query: str, today: dt.date | None = None) -> list[Span]:
+    """The spans of time a query names (relative ones counted from ``today``, default the local date)."""
     spans = []
     for _, n, groups in _found(query, _PATTERNS):
         span = _span(n, groups)
         if span is not None:
             spans.append(span)
+    if _RELATIVE_HINT.search(query) is not None:  # most queries name no relative time: one cheap scan
+        spans += _relative_spans(query, today or _today())
     return spans
+
+
+_NUMBER = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+            "nine": 9, "ten": 10}  # fmt: skip
+_RELATIVE_HINT = re.compile(r"\b(?:today|yesterday|this|last|ago|past)\b", re.IGNORECASE)
+_RELATIVE = re.compile(
+    r"\b(?:(?P<word>today|yesterday)"
+    r"|(?P<which>this|last) (?P<unit>weekend|week|month|year)"
+    rf"|(?P<ago_n>{_NUMBER}) (?P<ago>day|week|month)s? ago"
+    rf"|(?:the )?(?:past|last) (?P<past_n>{_NUMBER}) (?P<past>day|week)s"
+    r"|(?:the )?past (?P<within>week|month|year))\b",
+    re.IGNORECASE,
+)
+
+
+def _today() -> dt.date:
+    return dt.date.today()
+
+
+def _relative_spans(query: str, today: dt.date) -> list[Span]:
+    return [_relative(match, today) for match in _RELATIVE.finditer(query)]
+
+
+def _relative(match: re.Match[str], today: dt.date) -> Span:
+    """The span one relative expression names, counted from ``today``."""
+    word, which, unit = match.group("word"), match.group("which"), match.group("unit")
+    if word is not None:
+        day = today if word.lower() == "today" else today - dt.timedelta(days=1)
+        return _days(day, day)
+    if unit is not None:
+        return _this_or_last(unit.lower(), which.lower() == "last", today)
+    within = match.group("within")
+    if within is not None:  # "in the past week": the days up to today
+        return _days(today - dt.timedelta(days={"week": 7, "month": 30, "year": 365}[within.lower()]), today)
+    if match.group("ago") is not None:
+        return _ago(match.group("ago").lower(), _count(match.group("ago_n")), today)
+    days = _count(match.group("past_n")) * (7 if match.group("past").lower() == "week" else 1)
+    return _days(today - dt.timedelta(days=days), today)
+
+
+def _this_or_last(unit: str, last: bool, today: dt.date) -> Span:
+    if unit == "weekend":  # this week's Saturday and Sunday, or the week before's
+        saturday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(days=5) - dt.timedelta(weeks=int(last))
+        return _days(saturday, saturday + dt.timedelta(days=1))
+    if unit == "week":
+        monday = today - dt.timedelta(days=today.weekday()) - dt.timedelta(weeks=int(last))
+        return _days(monday, monday + dt.timedelta(days=6) if last else today)
+    if unit == "month":
+        first = today.replace(day=1)
+        if not last:
+            return _days(first, today)
+        previous = (first - dt.timedelta(days=1)).replace(day=1)
+        return _days(previous, first - dt.timedelta(days=1))
+    year = today.year - int(last)
+    return _days(dt.date(year, 1, 1), today if not last else dt.date(year, 12, 31))
+
+
+def _ago(unit: str, count: int, today: dt.date) -> Span:
+    if unit == "day":
+        day = today - dt.timedelta(days=count)
+        return _days(day, day)
+    if unit == "week":
+        end = today - dt.timedelta(weeks=count)
+        return _days(end - dt.timedelta(days=6), end)
+    month = (today.year * 12 + today.month - 1) - count  # that calendar month
+    first = dt.date(month // 12, month % 12 + 1, 1)
+    following = dt.date((month + 1) // 12, (month + 1) % 12 + 1, 1)
+    return _days(first, following - dt.timedelta(days=1))
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else _NUMBERS[text.lower()]
+
+
+def _days(first: dt.date, last: dt.date) -> Span:
+    return Span(first.toordinal(), last.toordinal())
 
 
 def _span(n: int, groups: dict[str, str | None]) -> Span | None:
