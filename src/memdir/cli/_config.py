@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..policy.config import weakened_by_project
 from ._group import Context, _shown, cli, fail_cleanly, pass_context
 from ._output import echo_json
 
@@ -21,8 +22,9 @@ if TYPE_CHECKING:
 def config_(state: Context, as_json: bool) -> None:
     """Show the settings files read here and the values in effect.
 
-    The project's memdir.toml wins over the user's config.toml; the environment and command-line options win over
-    both. Tables no feature reads (a typo such as [polcy]) are listed as warnings.
+    The project's memdir.toml wins over the user's config.toml (except that it may only make the write policy
+    stricter); the environment and command-line options win over both. Tables no feature reads (a typo such as
+    [polcy]) and policy a project tried to weaken are listed as warnings.
 
     Example:
 
@@ -46,7 +48,7 @@ def config_(state: Context, as_json: bool) -> None:
         click.echo(f"\n[{table}]")
         for key, item in values.items():
             click.echo(f"{key} = {json.dumps(item['value'], ensure_ascii=False, default=str)}  # {item['source']}")
-    for line in settings.warnings:
+    for line in report["warnings"]:
         click.echo(f"Warning: {line}", err=True)
 
 
@@ -75,7 +77,7 @@ def _report(state: Context, settings: Settings) -> dict[str, Any]:
         "namespace": state.namespace,
         "auto_memory": {"enabled": auto.enabled, "index_upkeep": auto.index_upkeep, "source": source},
         "tables": tables,
-        "warnings": settings.warnings,
+        "warnings": settings.warnings + weakened_by_project(settings),
     }
 
 

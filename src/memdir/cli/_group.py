@@ -251,12 +251,15 @@ def cli(ctx: click.Context, store_url: str | None, namespace: str) -> None:
 
 
 def _warn_about_settings() -> None:
-    """Settings that do nothing (an unknown table such as ``[polcy]``), once per command, on stderr. A file that
-    cannot be read is reported by the feature that needs it, in its own words."""
+    """Settings that do nothing (an unknown table such as ``[polcy]``, a project's policy weaker than the user's),
+    once per command, on stderr. A file that cannot be read is reported by the feature that needs it, in its own
+    words."""
+    from ..policy.config import weakened_by_project
     from ..settings import load_settings
 
     try:
-        warnings = load_settings().warnings
+        settings = load_settings()
+        warnings = settings.warnings + weakened_by_project(settings)
     except MemdirError:
         return
     for line in warnings:

@@ -23,6 +23,7 @@ rule whose glob matches a file applies.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -30,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..settings import load_settings
-from .findings import check_action
+from .findings import check_action, strongest
 from .pipeline import WritePolicy
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath
     from ..settings import Settings
+    from .findings import Action
 
 __all__ = ["PolicyConfig", "TtlRule", "load_policy", "parse_duration", "policy_from_section"]
 
@@ -126,8 +128,70 @@ def policy_from_section(section: dict[str, Any], namespace: str) -> PolicyConfig
 
 
 def load_policy(namespace: str = "default", settings: Settings | None = None) -> PolicyConfig:
-    """The policy the user's and the project's settings give ``namespace`` (the defaults when they say nothing)."""
-    return policy_from_section((settings or load_settings()).section("policy"), namespace)
+    """The policy the user's and the project's settings give ``namespace`` (the defaults when they say nothing).
+    A project's file may make the write policy stricter, never weaker than the user's own (or the defaults): a
+    cloned repository must not turn off the redaction of what memory collects while one works in it
+    (`weakened_by_project` says what was set aside)."""
+    settings = settings or load_settings()
+    config = policy_from_section(settings.section("policy"), namespace)
+    if not settings.project.get("policy"):
+        return config
+    own = policy_from_section(_table(settings.user), namespace).write
+    return dataclasses.replace(config, write=_no_weaker(config.write, own))
+
+
+def weakened_by_project(settings: Settings) -> list[str]:
+    """One line per action a project's ``[policy]`` sets weaker than the user's own (or the defaults): it is set
+    aside (`load_policy`), and these lines say so (``memdir`` prints them as warnings)."""
+    project = _table(settings.project)
+    namespaces = project.get("namespaces", {})
+    tables = {"default": project} | (
+        {name: table for name, table in namespaces.items() if isinstance(table, dict)}
+        if isinstance(namespaces, dict)
+        else {}
+    )
+    lines: list[str] = []
+    for namespace, table in tables.items():
+        asked = policy_from_section(_table(settings.merged), namespace).write
+        own = policy_from_section(_table(settings.user), namespace).write
+        where = "[policy]" if table is project else f"[policy.namespaces.{namespace}]"
+        for key, wanted, kept in _actions(asked, own):
+            if wanted != kept and key in table:
+                lines.append(
+                    f"{settings.project_path}: {where} {key} = {wanted!r} is weaker than your own setting "
+                    f"({kept!r}); a project may only make the policy stricter, so it is ignored"
+                )
+    return lines
+
+
+def _table(values: dict[str, Any]) -> dict[str, Any]:
+    table = values.get("policy", {})
+    return table if isinstance(table, dict) else {}
+
+
+def _effective_untrusted(policy: WritePolicy) -> Action:
+    return policy.untrusted_injection or policy.injection
+
+
+def _actions(asked: WritePolicy, own: WritePolicy) -> list[tuple[str, Action, Action]]:
+    """(key, the action asked for, the action kept) for each action of the write policy."""
+    kept = _no_weaker(asked, own)
+    return [
+        ("secrets", asked.secrets, kept.secrets),
+        ("injection", asked.injection, kept.injection),
+        ("untrusted_injection", _effective_untrusted(asked), _effective_untrusted(kept)),
+    ]
+
+
+def _no_weaker(asked: WritePolicy, own: WritePolicy) -> WritePolicy:
+    """``asked`` with each action at least as strict as in ``own``."""
+    injection = strongest([asked.injection, own.injection])
+    untrusted = strongest([_effective_untrusted(asked), _effective_untrusted(own)])
+    return WritePolicy(
+        secrets=strongest([asked.secrets, own.secrets]),
+        injection=injection,
+        untrusted_injection=None if untrusted == injection else untrusted,
+    )
 
 
 def _check_keys(table: dict[str, Any], where: str, *, nested: bool = True) -> None:
