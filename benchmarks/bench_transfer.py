@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import memdir
 from memdir import Store, Version, parse
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 from memdir.transfer import copy_namespace
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from memdir import (
     parse,
 )
 from memdir.errors import TransferError
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 from memdir.transfer import copy_namespace, migrate_store
 from support.redaction import redacted_history
 

@@ -43,11 +43,11 @@ from .errors import (
     StorageUnavailableError,
 )
 from .paths import parse
-from .store._base import Entry, Stat, Usage
 from .store._json import iso_time, parse_time, version_from_json, version_to_json
+from .store._records import Entry, Stat, Usage
 
 if TYPE_CHECKING:
-    from .store._base import Version
+    from .store._records import Version
 
 __all__ = [
     "API_PREFIX",

@@ -37,8 +37,8 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from ._version import __version__
 from .errors import AlreadyExistsError, ArchiveError, MemdirError, NotADirectoryError_, RedactedError
-from .store._base import Version, redaction_stand_in, sha256_hex, stand_in_sha256
 from .store._json import version_from_json, version_to_json
+from .store._records import Version, redaction_stand_in, sha256_hex, stand_in_sha256
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:

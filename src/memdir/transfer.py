@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from .errors import ConfigError, MemdirError, RedactedError, TransferError
 from .gate import Caller, GatedStore, is_redaction_of
 from .store import DEFAULT_NAMESPACE, open_store, url_scheme
-from .store._base import redaction_stand_in, sha256_hex, stand_in_sha256
+from .store._records import redaction_stand_in, sha256_hex, stand_in_sha256
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -6,7 +6,7 @@ from memdir import MemoryTool, Origin, Store, Version, parse
 from memdir.agent import BackfillLoaded
 from memdir.agent.backfill import INDEX_MAX_BYTES, load_backfill
 from memdir.agent.prompts import BACKFILL_CLOSE, BACKFILL_OPEN
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 from support.anthropic_server import FakeAnthropicServer, text_reply
 
 from .conftest import MakeAgent

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from click.testing import Result
 
 from memdir import Store, Version, parse
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20Z: versions made with `add` get times from here, a minute apart
 

@@ -20,7 +20,7 @@ import pytest
 
 from cli.helpers import Run, add, seed
 from memdir import Store, Version, open_store, parse
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 
 
 def changes(store: Store) -> list[tuple[object, ...]]:

@@ -14,7 +14,7 @@ import pytest
 
 from memdir import MemoryTool, Store, open_store
 from memdir.policy.audit import AuditLog, audit_log
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 from support.postgres import database_url
 
 KEY = "AKIAQ3EGUSXR7ZPLM4NB"  # an AWS access key id of the right shape (made up): redacted by the default policy

@@ -15,7 +15,7 @@ from memdir import DirectoryStore, HistoryUnavailableError, MemoryTool, Origin, 
 from memdir.archive import export_namespace, import_namespace
 from memdir.policy.audit import audit_log
 from memdir.policy.integrity import IntegrityReport, verify
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 
 
 def test_a_store_that_only_memdir_wrote_is_in_order(store: Store) -> None:

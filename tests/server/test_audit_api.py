@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 from support.postgres import database_url
 
 from .conftest import Client

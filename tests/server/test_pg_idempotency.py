@@ -21,7 +21,7 @@ from memdir import open_store
 from memdir.errors import StorageError
 from memdir.server import ServerConfig
 from memdir.server._idempotency import once, written
-from memdir.store._base import Origin
+from memdir.store._records import Origin
 from memdir.store.remote import RemoteStore
 
 KEYED_STORES = ["sqlite", "postgres"]

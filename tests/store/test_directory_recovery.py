@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from memdir import Origin, Store, Version, open_store
 from memdir.cli import cli
-from memdir.store._base import sha256_hex
 from memdir.store._fs import TEMP_PREFIX
+from memdir.store._records import sha256_hex
 from memdir.store._sql import pending_by_namespace
 from memdir.store.directory import DirectoryStore
 from support.crash import killed_after_commit

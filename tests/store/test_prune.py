@@ -14,7 +14,7 @@ from backends import StoreFactory
 from memdir import HistoryUnavailableError, NotFoundError, Store, Version, open_store, parse
 from memdir.archive import export_namespace, import_namespace
 from memdir.store import DirectoryStore
-from memdir.store._base import sha256_hex
+from memdir.store._records import sha256_hex
 
 DAY = 86_400.0
 T0 = 1_700_000_000.0

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 from ..errors import AlreadyExistsError, MemdirError, NotFoundError
 from ..gate import active
 from ..paths import MemoryPath, parse
-from ..store._base import MISSING, FileData, Origin
+from ..store._records import MISSING, FileData, Origin
 from ._frontmatter import read_frontmatter, stamp_modified
 from ._index import INDEX, add_entry, entry_line, move_pointers, points_at, remove_entries, size_report
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..store._base import Origin
+from ..store._records import Origin
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath
-    from ..store._base import Store, Version
+    from ..store._base import Store
+    from ..store._records import Version
 
 __all__ = ["Change", "parse_time", "plan_restore", "restore_all"]
 

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemdirError
-from ..store._base import Origin
+from ..store._records import Origin
 from . import _quick
 from ._discover import discover, known_projects
 from ._locate import Claude, Location, canonical_root
 from ._stores import ACTOR, open_location, remember_project, write_private_json
 
 if TYPE_CHECKING:
-    from ..store._base import Version
+    from ..store._records import Version
 
 __all__ = ["Recorded", "Snapshot", "snapshot"]
 

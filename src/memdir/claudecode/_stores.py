@@ -33,7 +33,7 @@ from typing import Any
 
 from ..config import data_dir
 from ..errors import ConfigError, NotFoundError
-from ..store._base import DEFAULT_NAMESPACE, Origin
+from ..store._records import DEFAULT_NAMESPACE, Origin
 from ..store.directory import DirectoryStore
 from ._locate import AGENT_SCOPES, Claude, Location, agent_memory, project_memory
 

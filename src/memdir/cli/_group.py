@@ -19,6 +19,7 @@ from ..errors import MemdirError, StoreNotFoundError
 from ..gate import Caller, GatedStore
 from ..store import DEFAULT_NAMESPACE, Store, open_store, redact_url, store_exists, url_scheme
 from ._logfile import open_log
+from ._output import shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -201,16 +202,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except click.ClickException as exc:
             # The message only (click declares it final): the exception keeps its class, exit status and usage.
-            exc.__dict__["message"] = _one_line(exc.message)
+            exc.__dict__["message"] = shown(exc.message, cell=True)
             raise
-
-
-def _one_line(text: str) -> str:
-    """``text`` with its control characters escaped (``\\n``, ``\\x1b``): a file name or path quoted in an error
-    must not break the error's one line, nor send escape sequences to the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemdirError, PathError, StorageError
 from ..paths import ROOT, MemoryPath, is_valid_segment, parse
-from ..store._base import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_hex
 from ..store._fs import DIR_MODE, TEMP_PREFIX, linked, open_root, read_at, scan_tree, walk
+from ..store._records import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_hex
 from ..store._sql import PendingOp, SqlIndex, connect, pending_by_namespace
 from ..store.directory import INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
 from ._shared import check_mode, check_schema, create_private, damage_of, move_aside, open_readonly, plural

@@ -11,7 +11,7 @@ from ..errors import FileTooLargeError
 if TYPE_CHECKING:
     from ..paths import MemoryPath
     from ..policy.limits import Limits
-    from ..store._base import Quota
+    from ..store._records import Quota
 
 __all__ = ["as_text", "check_size", "effective_quota", "is_image"]
 

@@ -13,12 +13,12 @@ import time
 from typing import TYPE_CHECKING
 
 from ..errors import PolicyError
-from ..store._base import Origin, sha256_hex
+from ..store._records import Origin, sha256_hex
 from ._screen import redacted_label, secrets_in_name
 
 if TYPE_CHECKING:
     from ..policy.pipeline import WritePolicy
-    from ..store._base import Version
+    from ..store._records import Version
     from ._caller import Caller
 
 __all__ = ["ADMIN_OPS", "origin_of", "provenance_of", "request_key"]

@@ -11,7 +11,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..store._base import sha256_hex
+from ..store._records import sha256_hex
 
 if TYPE_CHECKING:
     from ..policy.findings import Finding

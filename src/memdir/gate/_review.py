@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from ..errors import AlreadyExistsError, ConflictError, MemdirError, NotFoundError, PolicyError
 from ..paths import parse
 from ..policy.quarantine import HeldWrite, Quarantine
-from ..store._base import MISSING
+from ..store._records import MISSING
 
 if TYPE_CHECKING:
-    from ..store._base import Expect, Op
+    from ..store._records import Expect, Op
     from ._store import GatedStore
 
 __all__ = ["Review"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..policy.limits import Limits, limits_from_section
 from ..policy.pipeline import WritePolicy
-from ..store._base import Quota
+from ..store._records import Quota
 
 if TYPE_CHECKING:
     from ..settings import Settings

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import contextvars
 
     from ..policy.pipeline import WritePolicy
-    from ..store._base import PathLike
+    from ..store._records import PathLike
 
 __all__ = ["Scope", "shown_as", "shown_valid"]
 

@@ -39,7 +39,8 @@ from ..errors import (
 from ..paths import MemoryPath
 from ..policy.audit import AuditEntry, audit_log
 from ..policy.quarantine import Quarantine
-from ..store._base import ANY, MISSING, Origin, Store, as_path, sha256_hex
+from ..store._base import Store
+from ..store._records import ANY, MISSING, Origin, as_path, sha256_hex
 from ._caller import Caller
 from ._limits import as_text, check_size, effective_quota, is_image
 from ._provenance import origin_of, provenance_of, request_key
@@ -52,9 +53,9 @@ if TYPE_CHECKING:
 
     from ..policy.pipeline import Screened
     from ..search import SearchHit
-    from ..store._base import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
     from ..store._chain import ChainReport
     from ..store._db import AuxDatabase
+    from ..store._records import Entry, Expect, FileData, Op, PathLike, Quota, Stat, Usage, Version
     from ._receipt import Receipt
 
 __all__ = ["GatedStore"]

@@ -19,7 +19,7 @@ from ..errors import (
     NotFoundError,
 )
 from ..paths import MemoryPath
-from ..store._base import MISSING, sha256_hex
+from ..store._records import MISSING, sha256_hex
 from ._errors import InvalidRequestError, PathConflictError, PreconditionFailedError
 from ._json import memory_json, prefix_json, version_json
 from ._lineage import Lineage
@@ -27,7 +27,7 @@ from ._paths import api_path, memory_path
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ..store._base import Entry, FileData, Origin, Version
+    from ..store._records import Entry, FileData, Origin, Version
     from ._lineage import MemoryRow, VersionFilter, VersionRow
 
 __all__ = ["MAX_CONTENT_BYTES", "Memories", "check_sha256"]

@@ -32,7 +32,7 @@ from ..errors import (
 from ..gate import Caller, GatedStore
 from ..paths import MemoryPath, parse
 from ..store import open_store
-from ..store._base import MISSING, Origin, sha256_hex
+from ..store._records import MISSING, Origin, sha256_hex
 from ._errors import InvalidRequestError
 
 if TYPE_CHECKING:

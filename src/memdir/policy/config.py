@@ -144,6 +144,8 @@ def weakened_by_project(settings: Settings) -> list[str]:
     """One line per action a project's ``[policy]`` sets weaker than the user's own (or the defaults): it is set
     aside (`load_policy`), and these lines say so (``memdir`` prints them as warnings)."""
     project = _table(settings.project)
+    if not project:  # most projects set no policy: nothing to compare
+        return []
     namespaces = project.get("namespaces", {})
     tables = {"default": project} | (
         {name: table for name, table in namespaces.items() if isinstance(table, dict)}

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import HistoryUnavailableError, NotFoundError
 from ..paths import MemoryPath
-from ..store._base import sha256_hex
 from ..store._chain import ChainReport
+from ..store._records import sha256_hex
 from ..store.directory import DirectoryStore
 from ..store.remote import RemoteStore
 from .audit import audit_log
@@ -34,7 +34,8 @@ from .audit import audit_log
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..store._base import Store, Version
+    from ..store._base import Store
+    from ..store._records import Version
 
 __all__ = ["Discrepancy", "IntegrityReport", "verify"]
 

@@ -26,7 +26,8 @@ from ..store._migrations import Migrations, Schema, advisory_key
 from .findings import Finding
 
 if TYPE_CHECKING:
-    from ..store._base import Origin, Store
+    from ..store._base import Store
+    from ..store._records import Origin
 
 __all__ = ["HeldWrite", "Quarantine"]
 

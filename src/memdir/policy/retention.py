@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import HistoryUnavailableError, NotFoundError
 from ..paths import MemoryPath
-from ..store._base import Origin, prunable_versions
+from ..store._base import prunable_versions
+from ..store._records import Origin
 from .audit import AuditEntry, audit_log
 from .quarantine import Quarantine
 

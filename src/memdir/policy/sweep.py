@@ -125,11 +125,7 @@ def _read_quietly(path: Path) -> bytes | None:
 
 def texts_in_store(store: Store) -> Iterator[tuple[str, str]]:
     """(memory path, text) for every file in ``store`` that is UTF-8 text."""
-    try:
-        entries = store.list_files(MemoryPath(()))
-    except NotFoundError:  # an empty store
-        return
-    for entry in entries:
+    for entry in _entries(store):
         data = store.read(entry.path).content
         try:
             yield entry.path.virtual, data.decode("utf-8")

@@ -31,7 +31,8 @@ from ._search import Found, Mode, Searcher, searcher
 from ._tool import TOOL_NAME, ToolText, search_tool
 
 if TYPE_CHECKING:
-    from ..store._base import PathLike, Store
+    from ..store._base import Store
+    from ..store._records import PathLike
 
 __all__ = [
     "RESCAN_SECONDS",

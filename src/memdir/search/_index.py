@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ..paths import MemoryPath
-    from ..store._base import Store, Version
+    from ..store._base import Store
     from ..store._db import AuxConnection
+    from ..store._records import Version
     from ._engine import Passage, TextEngine
 
 __all__ = ["CHUNK_LINES", "RESCAN_SECONDS", "Candidate", "SearchIndex"]

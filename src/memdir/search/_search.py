@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError
 from ..settings import load_settings
-from ..store._base import as_path, key_path
+from ..store._base import key_path
+from ..store._records import as_path
 from ._dates import SLACK_DAYS
 from ._fusion import NEIGHBOUR_WINDOW, Fused, Query, Weights, fuse, speaker, without_speakers
 from ._hit import SearchHit
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ..paths import MemoryPath
-    from ..store._base import PathLike, Store
+    from ..store._base import Store
+    from ..store._records import PathLike
     from ._index import Candidate
     from ._providers import EmbeddingProvider
     from ._semantic import VectorIndex

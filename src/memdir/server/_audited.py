@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, TypeVar
 from .._wire import code_for
 from ..errors import MemdirError
 from ..policy.audit import AuditEntry, audit_log
-from ..store._base import sha256_hex
+from ..store._records import sha256_hex
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..store import Store
-    from ..store._base import Origin, Version
+    from ..store._records import Origin, Version
 
 __all__ = ["CHANNEL", "record", "write"]
 

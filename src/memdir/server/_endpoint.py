@@ -25,7 +25,7 @@ from .._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOU
 from ..errors import PathError
 from ..gate import Caller
 from ..paths import parse
-from ..store._base import Origin
+from ..store._records import Origin
 from ._errors import ApiError, exception_response
 from ._guard import request_info
 from ._idempotency import KEY_PATTERN, run_tool_once

@@ -36,7 +36,7 @@ from ._errors import ApiError
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ..store._base import Version
+    from ..store._records import Version
     from ..tool import MemoryTool
 
 __all__ = ["KEY_PATTERN", "REPLAYED", "moved", "once", "removed", "run_tool_once", "written"]

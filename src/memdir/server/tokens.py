@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, NotFoundError
-from ..store._base import check_namespace
 from ..store._migrations import Migrations
+from ..store._records import check_namespace
 
 if TYPE_CHECKING:
     from ..store._db import AuxConnection, AuxDatabase

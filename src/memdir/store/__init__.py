@@ -25,7 +25,9 @@ from typing import Any
 
 from ..config import default_store_url
 from ..errors import ConfigError, StoreNotFoundError
-from ._base import (
+from ._base import Store
+from ._exists import directory_exists, postgres_exists, sqlite_exists
+from ._records import (
     ANY,
     DEFAULT_NAMESPACE,
     MISSING,
@@ -36,12 +38,10 @@ from ._base import (
     Origin,
     Quota,
     Stat,
-    Store,
     Usage,
     Version,
     check_namespace,
 )
-from ._exists import directory_exists, postgres_exists, sqlite_exists
 from ._urls import redact_url
 from .directory import DirectoryStore
 from .memory import MemoryStore

@@ -42,11 +42,6 @@ from ._records import (
     Usage,
     Version,
     as_path,
-    check_namespace,
-    is_redacted,
-    redaction_stand_in,
-    sha256_hex,
-    stand_in_sha256,
 )
 
 if TYPE_CHECKING:
@@ -58,33 +53,7 @@ if TYPE_CHECKING:
     from ._chain import ChainReport
     from ._db import AuxDatabase
 
-__all__ = [
-    "ANY",
-    "DEFAULT_NAMESPACE",
-    "MISSING",
-    "Entry",
-    "Expect",
-    "FileData",
-    "Op",
-    "Origin",
-    "PathLike",
-    "Quota",
-    "Stat",
-    "Store",
-    "Usage",
-    "Version",
-    "as_path",
-    "check_expect",
-    "check_move",
-    "check_namespace",
-    "is_redacted",
-    "key_path",
-    "prunable_versions",
-    "redaction_stand_in",
-    "register_search",
-    "sha256_hex",
-    "stand_in_sha256",
-]
+__all__ = ["Store", "check_expect", "check_move", "key_path", "prunable_versions", "register_search"]
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..paths import parse
-from ._base import Version
+from ._records import Version
 
 __all__ = ["iso_time", "parse_time", "version_from_json", "version_to_json"]
 

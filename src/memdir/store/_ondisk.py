@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import NotADirectoryError_, NotAFileError, NotFoundError, PathError
 from . import _fs
-from ._base import FileData, sha256_hex
+from ._records import FileData, sha256_hex
 from ._sql import IndexRow
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from ..paths import MemoryPath
-    from ._base import Origin
+    from ._records import Origin
     from ._sql import SqlIndex
 
 __all__ = ["ChangesOnDisk", "free_at", "kind_at", "version_token"]

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptStoreError
-from ._base import FileData, Origin, Quota, Usage, Version, key_path, sha256_hex
+from ._base import key_path
 from ._chain import genesis, link, stored
+from ._records import FileData, Origin, Quota, Usage, Version, sha256_hex
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

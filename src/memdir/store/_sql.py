@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConflictError
 from ..paths import MemoryPath
-from ._base import Origin, Quota, Usage, Version, prunable_versions
+from ._base import prunable_versions
 from ._chain import ChainReport, encode_tail, genesis, history_report, link, link_tail, record_pruned, stored
 from ._db import SqlDatabase, connect, translate
 from ._pending import (
@@ -23,6 +23,7 @@ from ._pending import (
     pending_by_namespace,
     pending_columns,
 )
+from ._records import Origin, Quota, Usage, Version
 from ._schema import check_schema_current, migrations
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemdirError, NotFoundError
 from . import _fs
-from ._base import key_path, sha256_hex
+from ._base import key_path
+from ._records import sha256_hex
 
 if TYPE_CHECKING:
     import sqlite3

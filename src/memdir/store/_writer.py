@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemdirError, StorageError, storage_error_from_os
 from . import _fs
-from ._base import Usage, Version, key_path, sha256_hex
+from ._base import key_path
 from ._fileops import after_commit, discard, install, rename_noreplace
 from ._ondisk import version_token
+from ._records import Usage, Version, sha256_hex
 from ._sql import PendingOp
 from ._visible import Pending, roll_forward
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
     from ..paths import MemoryPath
-    from ._base import FileData, Op, Origin, Quota
+    from ._records import FileData, Op, Origin, Quota
     from ._sql import IndexRow, SqlIndex
 
 __all__ = ["Noted", "WriteProtocol"]

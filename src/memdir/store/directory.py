@@ -56,7 +56,10 @@ from ..errors import (
 )
 from ..paths import MemoryPath
 from . import _fs
-from ._base import (
+from ._base import Store, check_expect, check_move
+from ._fileops import prepare_rename, remove
+from ._ondisk import ChangesOnDisk, free_at, kind_at, version_token
+from ._records import (
     ANY,
     DEFAULT_NAMESPACE,
     Entry,
@@ -67,18 +70,13 @@ from ._base import (
     PathLike,
     Quota,
     Stat,
-    Store,
     Usage,
     Version,
     as_path,
-    check_expect,
-    check_move,
     check_namespace,
     is_redacted,
     sha256_hex,
 )
-from ._fileops import prepare_rename, remove
-from ._ondisk import ChangesOnDisk, free_at, kind_at, version_token
 from ._sql import IndexRow, SqlIndex
 from ._writer import Noted, WriteProtocol
 

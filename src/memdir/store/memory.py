@@ -23,7 +23,10 @@ from ..errors import (
     RedactedError,
 )
 from ..paths import MemoryPath
-from ._base import (
+from ._base import Store, check_expect, check_move, key_path, prunable_versions
+from ._chain import ChainHead, ChainReport, ChainWalk, PrunedRun, genesis, link, merge_pruned, version_fields
+from ._db import SqlDatabase
+from ._records import (
     ANY,
     DEFAULT_NAMESPACE,
     Entry,
@@ -34,20 +37,13 @@ from ._base import (
     PathLike,
     Quota,
     Stat,
-    Store,
     Usage,
     Version,
     as_path,
-    check_expect,
-    check_move,
     check_namespace,
     is_redacted,
-    key_path,
-    prunable_versions,
     sha256_hex,
 )
-from ._chain import ChainHead, ChainReport, ChainWalk, PrunedRun, genesis, link, merge_pruned, version_fields
-from ._db import SqlDatabase
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -40,28 +40,7 @@ from ..errors import (
     RedactedError,
 )
 from ..paths import MemoryPath
-from ._base import (
-    ANY,
-    DEFAULT_NAMESPACE,
-    Entry,
-    Expect,
-    FileData,
-    Op,
-    Origin,
-    PathLike,
-    Quota,
-    Stat,
-    Store,
-    Usage,
-    Version,
-    as_path,
-    check_expect,
-    check_move,
-    check_namespace,
-    is_redacted,
-    key_path,
-    prunable_versions,
-)
+from ._base import Store, check_expect, check_move, key_path, prunable_versions
 from ._chain import ChainReport, history_report, record_pruned
 from ._migrations import Migrations, Schema
 from ._pg import PgDatabase, split_url
@@ -77,6 +56,23 @@ from ._pgchanges import (
     file_row,
     key_range,
     version_of,
+)
+from ._records import (
+    ANY,
+    DEFAULT_NAMESPACE,
+    Entry,
+    Expect,
+    FileData,
+    Op,
+    Origin,
+    PathLike,
+    Quota,
+    Stat,
+    Usage,
+    Version,
+    as_path,
+    check_namespace,
+    is_redacted,
 )
 from ._urls import redact_url
 

@@ -62,23 +62,9 @@ from ..errors import (
     StorageUnavailableError,
 )
 from ..paths import MemoryPath
-from ._base import (
-    ANY,
-    MISSING,
-    Entry,
-    Expect,
-    FileData,
-    Op,
-    Origin,
-    PathLike,
-    Quota,
-    Stat,
-    Store,
-    Usage,
-    Version,
-    as_path,
-)
+from ._base import Store
 from ._chain import ChainReport
+from ._records import ANY, MISSING, Entry, Expect, FileData, Op, Origin, PathLike, Quota, Stat, Usage, Version, as_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

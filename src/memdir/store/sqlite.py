@@ -20,7 +20,9 @@ from ..errors import (
     RedactedError,
 )
 from ..paths import MemoryPath
-from ._base import (
+from ._base import Store, check_expect, check_move, key_path
+from ._db import create_private
+from ._records import (
     ANY,
     DEFAULT_NAMESPACE,
     Entry,
@@ -31,18 +33,13 @@ from ._base import (
     PathLike,
     Quota,
     Stat,
-    Store,
     Usage,
     Version,
     as_path,
-    check_expect,
-    check_move,
     check_namespace,
     is_redacted,
-    key_path,
     sha256_hex,
 )
-from ._db import create_private
 from ._sql import IndexRow, SqlIndex
 
 if TYPE_CHECKING:

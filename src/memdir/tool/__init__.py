@@ -41,7 +41,7 @@ from ..errors import (
 from ..gate import Caller, GatedStore, Receipt, Rules, active
 from ..paths import MemoryPath, parse
 from ..policy.limits import Limits
-from ..store._base import ANY, MISSING, Entry, Origin, Store
+from ..store._records import ANY, MISSING, Entry, Origin
 from . import _render as render
 from ._args import COMMANDS, Args, Refusal, check_range, decode, encodable, occurrences
 from ._render import ToolResult, error
@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from ..policy.pipeline import WritePolicy
-    from ..store._base import FileData, Op
+    from ..store._base import Store
+    from ..store._records import FileData, Op
 
 __all__ = ["COMMANDS", "MemoryTool", "ToolResult"]
 

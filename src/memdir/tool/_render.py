@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..errors import FileTooLargeError, HeldError, MemdirError, QuotaError
     from ..paths import MemoryPath
     from ..policy.findings import Finding
-    from ..store._base import Entry
+    from ..store._records import Entry
 
 __all__ = [
     "ToolResult",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError
-from ...store._base import MISSING, Expect
+from ...store._records import MISSING, Expect
 from .._diffs import diff, text_of
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ...gate import GatedStore
     from ...paths import MemoryPath
     from ...store import Store, Version
-    from ...store._base import Entry
+    from ...store._records import Entry
 
 __all__ = ["ENDPOINTS"]
 

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from ..._wire import entry_to_json, iso_time, stat_to_json, usage_to_json, version_to_json, versions_to_json
 from ...paths import parse
-from ...store._base import ANY, MISSING, Expect, Op
+from ...store._records import ANY, MISSING, Expect, Op
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
 from .._idempotency import REPLAYED, moved, once, removed, written
@@ -26,7 +26,7 @@ from .._schemas import json_response as json_doc
 
 if TYPE_CHECKING:
     from ...gate import GatedStore, Receipt
-    from ...store._base import FileData, Version
+    from ...store._records import FileData, Version
 
 __all__ = ["ENDPOINTS"]
 

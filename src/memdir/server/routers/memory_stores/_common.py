@@ -10,7 +10,7 @@ import anyio.to_thread
 
 from ....memstores import API_ACTOR, TOKEN_SESSION, InvalidRequestError, Registry, from_rfc3339
 from ....memstores._json import HALF_MICROSECOND
-from ....store._base import Origin
+from ....store._records import Origin
 from ..._errors import ApiError
 
 if TYPE_CHECKING:
