@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -227,6 +228,30 @@ def test_a_write_over_the_quota_fails_and_changes_nothing(store: Store) -> None:
     with pytest.raises(QuotaError):
         store.update("/memories/a.md", lambda cur: cur.content + b"+", quota=quota)
     assert store.read("/memories/a.md").content == b"a" * 59
+
+
+def test_an_imported_write_is_held_to_the_quota_in_its_own_transaction(store: Store) -> None:
+    from memdir import MemoryStore
+
+    source = MemoryStore()
+    for name in ("a", "b"):
+        source.write(f"/memories/{name}.md", name.encode() * 10, op="create")
+    source.move("/memories/b.md", "/memories/c.md")
+    source.delete("/memories/a.md")
+    first, second, moved, deleted = list(source.log())
+    quota = Quota(max_files=1, max_bytes=15)
+    store.import_version(first, b"a" * 10, quota=quota)
+    log = list(store.log())
+    with pytest.raises(QuotaError, match="would hold 2 files, over the limit of 1"):
+        store.import_version(second, b"b" * 10, quota=quota)
+    assert list(store.log()) == log and store.stat("/memories/b.md") is None
+    with pytest.raises(QuotaError, match="would hold 16 bytes"):
+        store.import_version(dataclasses.replace(first, op="write"), b"a" * 16, quota=quota)
+    assert store.read("/memories/a.md").content == b"a" * 10
+    # Only growth is refused: a move and a deletion take nothing.
+    store.import_version(dataclasses.replace(moved, old_path=first.path, path=second.path), None, quota=quota)
+    store.import_version(dataclasses.replace(deleted, path=second.path), None, quota=quota)
+    assert store.usage() == Usage(0, 0)
 
 
 def test_update_writes_nothing_when_the_change_fails(store: Store) -> None:

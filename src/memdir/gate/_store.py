@@ -304,7 +304,7 @@ class GatedStore(Store):
         with self._op("restore", target):
             return self.write(target, self.inner.read_version(target, version), origin=origin, op="restore")
 
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         """Replay a version exported elsewhere. An admin caller's keeps the actor, session, source and time it
         carries; anyone else's is recorded as theirs, now. Its content is screened either way (a replay cannot
         leave a hole in the history, so a write the policy would hold is saved, with its findings recorded)."""
@@ -315,11 +315,14 @@ class GatedStore(Store):
                     refuse_secret_name(self.rules.policy, name)
             # Whatever content a backend will write is screened and sized: all but a move (a `rename` with no
             # `old_path` is a write on every backend, and an archive may say so to slip its content past the gate).
+            limits = None
             if content is not None and version.sha256 is not None and not version.moved:
                 content, before = self._screened_import(version.path, content, receipt)
-                self._import_quota(before, len(content))
+                # The namespace limits, in the backend's transaction where it can (as for any write).
+                added = (1, len(content)) if before is None else (0, len(content) - len(before.content))
+                limits = self._quota(quota, *added)
                 version = dataclasses.replace(version, sha256=sha256_hex(content), size=len(content))
-            recorded = self.inner.import_version(version, content)
+            recorded = self.inner.import_version(version, content, quota=limits)
             receipt.version = recorded.version
             return recorded
 
@@ -487,14 +490,6 @@ class GatedStore(Store):
         except _Hold as held:  # a replay keeps every version: held text is saved, and what was found is recorded
             receipt.outcome = "warn"
             return held_text(held.screened).encode("utf-8"), before
-
-    def _import_quota(self, before: FileData | None, size: int) -> None:
-        """The namespace limits for a replayed write. `Store.import_version` takes no quota, so they are checked
-        here against the usage now (the server's doors hold the namespace's write lock around a replay)."""
-        limits = self.rules.quota
-        added_files, added_bytes = (1, size) if before is None else (0, size - len(before.content))
-        if limits is not None and limits.can_refuse(added_files, added_bytes):
-            limits.check(self.inner.usage(), added_files, added_bytes)
 
     # -- the checks -----------------------------------------------------------------------------------------------
 

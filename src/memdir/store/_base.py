@@ -221,13 +221,13 @@ class Store(ABC):
         return self.write(target, self.read_version(target, version), expect=ANY, origin=origin, op="restore")
 
     @abstractmethod
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         """Apply a version exported from another store: its change and its metadata (op, actor, session,
         source, time) are kept; it gets the next version number here. Used by `memdir import`.
 
         A version without content hash is a deletion of ``path`` (a file); a ``rename`` with ``old_path``
         moves that file to ``path`` (``content`` is not needed), with `move`'s checks; any other version
-        writes ``content`` to ``path``.
+        writes ``content`` to ``path``, held to ``quota`` as `write` is (a deletion or a move takes nothing).
         """
 
     def prune_history(self, before: float) -> int:  # noqa: ARG002 - the signature backends implement

@@ -319,7 +319,7 @@ class DirectoryStore(WriteProtocol, ChangesOnDisk, Store):
             prepare_rename(root, rows, source, dest, self._pending())
             return self._record_moves(root, conn, rows, source, dest, origin)
 
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         self._require_history()
         origin = Origin(version.actor, version.session, version.source)
         target = version.path
@@ -340,8 +340,9 @@ class DirectoryStore(WriteProtocol, ChangesOnDisk, Store):
                 raise NotFoundError(f"no content for version {version.version} of {target.virtual}")
             current = self._current(root, conn, target)
             return self._put(
-                root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp, replaces=current
-            )
+                root, conn, target, content, origin=origin, op=version.op, ts=version.timestamp, replaces=current,
+                quota=quota,
+            )  # fmt: skip
 
     # -- history ------------------------------------------------------------------------------------------
 

@@ -183,7 +183,7 @@ class MemoryStore(Store):
             self._check_parents(dest)
             return [self._move_one(key, key_path(key).rebase(source, dest), origin) for key in keys]
 
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         origin = Origin(version.actor, version.session, version.source)
         with self._s.lock:
             if version.sha256 is None:
@@ -197,7 +197,7 @@ class MemoryStore(Store):
             if content is None:
                 raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
             self._writable(version.path)
-            return self._put(version.path, content, origin, version.op, ts=version.timestamp)
+            return self._put(version.path, content, origin, version.op, ts=version.timestamp, quota=quota)
 
     def namespaces(self) -> list[str]:
         if self._name is None:  # a private store has no neighbours

@@ -376,19 +376,25 @@ class PostgresStore(Store):
 
         return self._db.run("rename", work)
 
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         origin = Origin(version.actor, version.session, version.source)
 
         def work(conn: PgConnection) -> Version:
             changes = Changes.begin(conn, self.namespace)
-            made = self._import(conn, changes, version, content, origin)
+            made = self._import(conn, changes, version, content, origin, quota)
             changes.flush()
             return made
 
         return self._db.run("import a version", work)
 
     def _import(
-        self, conn: PgConnection, changes: Changes, version: Version, content: bytes | None, origin: Origin
+        self,
+        conn: PgConnection,
+        changes: Changes,
+        version: Version,
+        content: bytes | None,
+        origin: Origin,
+        quota: Quota | None,
     ) -> Version:
         at = version.timestamp
         if version.sha256 is None:
@@ -406,7 +412,7 @@ class PostgresStore(Store):
         if content is None:
             raise NotFoundError(f"no content for version {version.version} of {version.path.virtual}")
         before = self._writable(conn, version.path)
-        return changes.write(version.path.key, content, before, op=version.op, origin=origin, ts=at)
+        return changes.write(version.path.key, content, before, op=version.op, origin=origin, ts=at, quota=quota)
 
     # -- history ------------------------------------------------------------------------------------------
 

@@ -167,6 +167,13 @@ class RemoteStore(Store):
 
     # -- writing ------------------------------------------------------------------------------------------
 
+    def _precheck(self, path: PathLike, content: bytes, quota: Quota) -> None:
+        """``quota`` for writing ``content`` to ``path``, checked before the request against what the server says
+        now (`checks_quota` is False: the server's own gate holds the namespace to its limits in the write)."""
+        before = self.stat(path)
+        size = before.size if before is not None and before.kind == "file" else None
+        quota.check(self.usage(), 0 if size is not None else 1, len(content) - (size or 0))
+
     def write(
         self,
         path: PathLike,
@@ -177,10 +184,8 @@ class RemoteStore(Store):
         op: Op = "write",
         quota: Quota | None = None,
     ) -> Version:
-        if quota is not None:  # before the request, from what the server says now (`checks_quota` is False)
-            before = self.stat(path)
-            size = before.size if before is not None and before.kind == "file" else None
-            quota.check(self.usage(), 0 if size is not None else 1, len(content) - (size or 0))
+        if quota is not None:
+            self._precheck(path, content, quota)
         headers = _origin_headers(origin)
         if expect is MISSING:
             headers["If-None-Match"] = "*"
@@ -238,7 +243,9 @@ class RemoteStore(Store):
             raise HistoryUnavailableError("the server's store keeps no hash chain of its history")
         return ChainReport.from_json(history)
 
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
+        if quota is not None and content is not None and version.sha256 is not None and not version.moved:
+            self._precheck(version.path, content, quota)
         encoded = None if content is None else base64.b64encode(content).decode("ascii")
         body = {"version": version_to_json(version), "content": encoded}
         return _version(self._json("POST", "/v1/versions", json=body))

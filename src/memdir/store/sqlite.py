@@ -206,7 +206,7 @@ class SQLiteStore(Store):
                 self._index.record_move(conn, r, key_path(r.path).rebase(source, dest).key, origin=origin) for r in rows
             ]
 
-    def import_version(self, version: Version, content: bytes | None) -> Version:
+    def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         origin = Origin(version.actor, version.session, version.source)
         with self._index.transaction("import a version") as conn:
             if version.sha256 is None:
@@ -233,6 +233,7 @@ class SQLiteStore(Store):
                 origin=origin,
                 ts=version.timestamp,
                 replaced=None if row is None else row.size,
+                quota=quota,
             )
 
     # -- history ------------------------------------------------------------------------------------------
