@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["MigrationSet", "migrate"]
 
 # The modules whose migration sets make tables in a store's databases (importing one registers its sets).
-_STORE_MODULES = {"sqlite": "memdir.store._schema", "postgres": "memdir.store.postgres"}
+_STORE_MODULES = {"sqlite": "memdir.store._schema", "postgres": "memdir.store._pgschema"}
 _FEATURE_MODULES = {
     "sqlite": (
         "memdir.memstores._schema",
