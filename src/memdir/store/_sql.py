@@ -10,10 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConflictError
-from ..paths import MemoryPath
-from ._base import prunable_versions
-from ._chain import ChainReport, encode_tail, genesis, history_report, link, link_tail, record_pruned, stored
+from ._chain import encode_tail, genesis, link, link_tail, stored
 from ._db import SqlDatabase, connect, translate
 from ._pending import (
     PENDING_COLUMNS,
@@ -25,9 +22,10 @@ from ._pending import (
 )
 from ._records import Origin, Quota, Usage, Version
 from ._schema import check_schema_current, migrations
+from ._sqlhistory import VERSION_COLUMNS, SqlHistory, version_of_row
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
     from pathlib import Path
 
 __all__ = ["IndexRow", "PendingOp", "SqlIndex", "connect", "pending_by_namespace", "translate"]
@@ -41,25 +39,6 @@ class IndexRow:
     size: int
     modified: float
     stamp: str | None
-
-
-_VERSION_COLUMNS = "version, path, op, actor, session, source, ts, sha256, size, old_path"
-
-
-def _version(row: tuple[object, ...]) -> Version:
-    version, path, op, actor, session, source, ts, sha, size, old = row
-    return Version(
-        version=int(version),  # type: ignore[call-overload]
-        path=MemoryPath(tuple(str(path).split("/")) if path else ()),
-        op=str(op),
-        actor=str(actor),
-        session=None if session is None else str(session),
-        source=None if source is None else str(source),
-        timestamp=float(ts),  # type: ignore[arg-type]
-        sha256=None if sha is None else str(sha),
-        size=int(size),  # type: ignore[call-overload]
-        old_path=None if old is None else MemoryPath(tuple(str(old).split("/"))),
-    )
 
 
 def _range(key: str) -> tuple[str, str]:
@@ -86,7 +65,7 @@ def _sql_link(previous: object, namespace: str, number: int, tail: str) -> bytes
     return link_tail(stored(previous) or genesis("history", namespace), number, tail)
 
 
-class SqlIndex(SqlDatabase):
+class SqlIndex(SqlHistory, SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
     def __init__(
@@ -386,11 +365,11 @@ class SqlIndex(SqlDatabase):
         number, chain = self._bump(conn, added, fields, quota)
         row = (number, *fields)
         conn.execute(
-            f"INSERT INTO versions (ns, {_VERSION_COLUMNS}, request, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            f"INSERT INTO versions (ns, {VERSION_COLUMNS}, request, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?)",
             (self.namespace, *row, request, chain),
         )
-        return _version(row)
+        return version_of_row(row)
 
     def _bump(
         self, conn: sqlite3.Connection, added: tuple[int, int], fields: tuple[Any, ...], quota: Quota | None
@@ -419,102 +398,3 @@ class SqlIndex(SqlDatabase):
             # write lock lets two of them pass together), and no statement of its own.
             quota.check(Usage(int(row[1]) - files, int(row[2]) - size), files, size)
         return int(row[0]), row[3]
-
-    # -- history ------------------------------------------------------------------------------------------
-
-    def prune(self, before: float) -> int:
-        """`Store.prune_history` for both SQL-backed stores: one transaction, so a reader sees the log before or
-        after, never half-pruned."""
-        with self.transaction("prune the history") as conn:
-            rows = conn.execute(
-                f"SELECT {_VERSION_COLUMNS}, chain FROM versions WHERE ns = ? ORDER BY version", (self.namespace,)
-            ).fetchall()
-            gone = sorted(prunable_versions((_version(r[:-1]) for r in rows), before))
-            record_pruned(conn, "", self.namespace, gone, {int(r[0]): r[-1] for r in rows})
-            for at in range(0, len(gone), 500):
-                chunk = gone[at : at + 500]
-                conn.execute(
-                    f"DELETE FROM versions WHERE ns = ? AND version IN ({','.join('?' * len(chunk))})",
-                    (self.namespace, *chunk),
-                )
-            # Content no remaining version (nor a current file) needs; the namespace's counters are unchanged.
-            conn.execute(
-                "DELETE FROM blobs WHERE ns = ?1 AND sha256 NOT IN "
-                "(SELECT sha256 FROM versions WHERE ns = ?1 AND sha256 IS NOT NULL) "
-                "AND sha256 NOT IN (SELECT sha256 FROM files WHERE ns = ?1)",
-                (self.namespace,),
-            )
-        return len(gone)
-
-    def chain_report(self) -> ChainReport:
-        """`Store.verify_chain` for both SQLite-backed stores."""
-        with self.reading("verify the history") as conn:
-            return history_report(conn, "", self.namespace)
-
-    def redact(self, sha: str) -> bool:
-        """`Store.redact_content` for both SQL-backed stores: the blob row keeps its hash, and loses its bytes."""
-        with self.transaction("redact content") as conn:
-            if conn.execute("SELECT 1 FROM files WHERE ns = ? AND sha256 = ?", (self.namespace, sha)).fetchone():
-                raise ConflictError("a current file holds this content: change or delete the file first")
-            # Emptying the row alone would only mark the old bytes' pages free, to stay in the file until SQLite
-            # reuses them: secure_delete makes SQLite overwrite what it frees (with zeros) in this transaction.
-            conn.execute("PRAGMA secure_delete = ON")
-            try:
-                removed = conn.execute(
-                    "UPDATE blobs SET content = X'' WHERE ns = ? AND sha256 = ? AND length(content) > 0",
-                    (self.namespace, sha),
-                ).rowcount
-            finally:
-                conn.execute("PRAGMA secure_delete = OFF")
-        self._truncate_wal()
-        return removed > 0
-
-    def _truncate_wal(self) -> None:
-        """Copy the WAL into the database and empty it: frames written before the redaction may still hold the
-        bytes. Best effort: a reader holding an old snapshot keeps the checkpoint from finishing (it waits for
-        the busy timeout), and the WAL is then rewritten from its start by later writes."""
-        try:
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.Error as exc:
-            raise translate(exc, "redact content") from exc
-
-    def requested(self, key: str) -> list[Version]:
-        """`Store.requested` for both SQL-backed stores."""
-        try:
-            rows = self.conn.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND request = ? ORDER BY version",
-                (self.namespace, key),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, "read the history") from exc
-        return [_version(r) for r in rows]
-
-    def touching(self, key: str, before: int | None) -> list[Version]:
-        limit = before if before is not None else 1 << 62
-        try:
-            rows = self.conn.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND path = ? AND version < ? "
-                f"UNION SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND old_path = ? AND version < ? "
-                "ORDER BY version",
-                (self.namespace, key, limit, self.namespace, key, limit),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, "read the history") from exc
-        return [_version(r) for r in rows]
-
-    def log(self, since: int) -> Iterator[Version]:
-        last = since
-        while True:
-            try:
-                rows = self.conn.execute(
-                    f"SELECT {_VERSION_COLUMNS} FROM versions WHERE ns = ? AND version > ? ORDER BY version LIMIT 500",
-                    (self.namespace, last),
-                ).fetchall()
-            except sqlite3.Error as exc:
-                raise translate(exc, "read the history") from exc
-            if not rows:
-                return
-            for row in rows:
-                item = _version(row)
-                last = item.version
-                yield item
