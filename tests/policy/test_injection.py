@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memdir import scan
-from memdir.policy import injection
+from memdir.policy import _injection_gates as gates
+from memdir.policy import _injection_sentences as sentences
 from memdir.policy._hints import SPACES
 from memdir.policy.injection import find_injections
 from memdir.policy.pipeline import _context
@@ -144,7 +145,7 @@ def test_an_edit_is_read_with_three_lines_of_context_on_each_side(region: tuple[
 
 def _all_hints() -> set[str]:
     hints = {"ai", " ai", "\u3000ai", "\nai", "\x1cai"}
-    for gate in injection._HINTS.values():
+    for gate in gates._HINTS.values():
         for hint in gate:
             hints.update([hint] if isinstance(hint, str) else [h for group in hint for h in group])
     return hints
@@ -154,7 +155,7 @@ _PIECES = [
     "- ", "* ", "1. ", "2)", "> ", "## ", '"', "'", ", ", ": ", ";", "\t", "  ", "\x1c", "\n", ". ", "? ", "! ",
     "(", "•", "\u00a0", "\u212a", "please ", "Kindly, ", "then,", "and ", "lastly\t", "you to", "You are an",
     "imagine", "Pretend", "suppose", "let's", "let us", "can you", "Note: ", "the report", "customer", "data",
-    *sorted(injection._TASK_VERBS),
+    *sorted(sentences._TASK_VERBS),
 ]  # fmt: skip
 
 
@@ -163,8 +164,8 @@ _PIECES = [
 def test_a_text_said_to_ask_nothing_has_no_sentence_that_asks(text: str) -> None:
     """`_may_ask` lets the detector skip its sentence reading: it may say yes too often, never wrongly no."""
     lower = text.lower()
-    if not injection._may_ask(text, lower, injection._GATES.occurrences(lower)):
-        assert injection._Reading.of(text).asking == []
+    if not sentences._may_ask(text, lower, gates._GATES.occurrences(lower)):
+        assert sentences._Reading.of(text).asking == []
 
 
 @pytest.mark.parametrize(
@@ -181,15 +182,15 @@ def test_a_request_in_a_list_of_notes_is_still_read(request_line: str) -> None:
 @settings(max_examples=2000, deadline=None)
 def test_the_one_pass_gates_agree_with_looking_for_each_hint(text: str) -> None:
     lower = text.lower()
-    found = injection._GATES.found(lower)
-    for rule, gate in injection._HINTS.items():
+    found = gates._GATES.found(lower)
+    for rule, gate in gates._HINTS.items():
         expected = any(
             h in lower if isinstance(h, str) else all(any(g in lower for g in group) for group in h) for h in gate
         )
-        assert injection._may_match(rule, found) == expected, rule
-    assert injection._enabled(found) == {rule for rule in injection._HINTS if injection._may_match(rule, found)}
+        assert gates._may_match(rule, found) == expected, rule
+    assert gates._enabled(found) == {rule for rule in gates._HINTS if gates._may_match(rule, found)}
     if re.search(r"\sai", lower):  # "ai" after any white space, as the rule's expression reads it
-        assert injection._may_match("addressed-to-ai", found)
+        assert gates._may_match("addressed-to-ai", found)
 
 
 def test_the_white_space_hints_cover_what_backslash_s_matches() -> None:

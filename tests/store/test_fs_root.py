@@ -69,7 +69,7 @@ def test_a_moved_directory_is_not_reached_by_its_old_path(tmp_path: Path) -> Non
 
 
 def test_temporary_names_are_unique_without_a_system_call_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    names = _fs._TempNames()
+    names = _fs._files._TempNames()
     first = [names.next() for _ in range(3)]
     assert len(set(first)) == 3 and all(n.startswith(f"{_fs.TEMP_PREFIX}{os.getpid()}-") for n in first)
     monkeypatch.setattr(os, "getpid", lambda: 1 / 0)  # no call per name

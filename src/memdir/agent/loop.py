@@ -1,5 +1,7 @@
-"""The agent: a tool loop over any `Provider`, with memory backfill, sessions and hooks; context management (clearing
-and compaction) is its mixin in `memdir.agent.managing`.
+"""The agent: a tool loop over any `Provider`, with memory backfill, sessions and hooks. Its parts are mixins, each
+in its own module: the session (opening or resuming it, what starts it, the transcript) in
+`memdir.agent._session`, running the tools a reply asks for in `memdir.agent._toolcalls`, and context management
+(clearing and compaction) in `memdir.agent.managing`; this module holds the loop, the requests and the setup.
 
     >>> agent = memdir.Agent(store=memdir.open_store("~/memory"), model="claude-sonnet-5-5")
     >>> agent.run("Remember that I prefer email.").answer
@@ -14,74 +16,41 @@ so a killed process can be resumed exactly.
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
-import os
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..automemory import AutoMemoryConfig, load_auto_memory
 from ..errors import ConfigError, MaxTurnsError, MemdirError
 from ..project import project_root as find_root
-from ..store import Origin, Store
 from ..tool import ToolResult
 from . import prompts
-from .backfill import Backfill, load_backfill
+from ._session import SessionKeeping
+from ._toolcalls import ToolCalls
 from .context import CONTEXT_BETAS, TokenCounter, native_edits
 from .delegate import DELEGATE, delegate_tool
-from .events import (
-    AgentResult,
-    BackfillLoaded,
-    Compacted,
-    ContextCleared,
-    Event,
-    Finished,
-    InstructionsLoaded,
-    TextDelta,
-    ToolCalled,
-    ToolFinished,
-    Usage,
-)
+from .events import AgentResult, Compacted, ContextCleared, Event, Finished, TextDelta, Usage
 from .hooks import Hooks, HookSpec, hooks_from
-from .instructions import Instructions, load_instructions
 from .longrun import PROGRESS
 from .managing import ContextManagement, ContextReport, hook_events
 from .providers import Provider, Reply, Request, open_provider
-from .sessions import (
-    SessionLog,
-    find_session,
-    new_session_id,
-    secret_redaction,
-    sessions_dir,
-    store_key,
-    store_label,
-)
+from .sessions import SessionLog, sessions_dir, store_key, store_label
 from .settings import AgentSettings
-from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_paths_used, memory_tools, search_tools
-from .transcript import (
-    INTERRUPTED,
-    Block,
-    Message,
-    answer_pending,
-    result_block,
-    text_block,
-    text_of,
-    tool_uses,
-    user,
-)
+from .tools import MemoryAccess, ToolSpec, check_unique, extra_tool, memory_tools, search_tools
+from .transcript import Block, Message, text_block, text_of, tool_uses, user
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..store import Store
+    from .backfill import Backfill
+    from .instructions import Instructions
+
 __all__ = ["Agent", "ContextReport"]
 
-log = logging.getLogger("memdir.agent")
-
-CANCELLED = "The user cancelled this tool call before it finished; it may or may not have taken effect."
 ExtraTool = ToolSpec | tuple[Mapping[str, Any], Mapping[str, Any] | None, Callable[[dict[str, Any]], ToolResult]]
 
 
-class Agent(ContextManagement):
+class Agent(SessionKeeping, ToolCalls, ContextManagement):
     """A memory-backed agent over ``store``. Options are `AgentSettings` fields (``max_turns=10``,
     ``context="client"``...), applied over ``settings`` (defaults when None; the CLI passes the merged
     settings files). ``resume`` continues a session (an id, a prefix of one, or "" for the latest);
@@ -168,44 +137,6 @@ class Agent(ContextManagement):
         return tools
 
     @property
-    def sessions_dir(self) -> Path | None:
-        return self._sessions_dir
-
-    def _open_session(self, resume: str | None) -> None:
-        self._started = False
-        if resume is None:
-            self.session_id = new_session_id()
-            self._source = "startup"
-            return
-        self._log, state = SessionLog.resume(self._find_session(resume), redact=self.kept_on_disk())
-        self.session_id, self.messages, self.turns, self.usage = state.id, state.messages, state.turns, state.usage
-        self._source = "resume"
-
-    def _find_session(self, ref: str) -> Path:
-        """A session of this store and namespace (the latest one for "")."""
-        return find_session(ref, self._sessions_dir or None, store=self.store_key, namespace=self.store.namespace)
-
-    def _header(self) -> dict[str, Any]:
-        return {
-            "id": self.session_id,
-            "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "provider": self.provider.name,
-            "model": self.model,
-            "store": self.store_key,
-            "namespace": self.store.namespace,
-            "cwd": os.getcwd(),
-        }
-
-    def kept_on_disk(self) -> Callable[[str], str] | None:
-        """What a file of this session (its transcript, the chat's input history) keeps of a text: secrets redacted
-        as this namespace's write policy redacts them in memory (`memdir.agent.sessions.secret_redaction`)."""
-        return secret_redaction(self.store.namespace)
-
-    @property
-    def transcript_path(self) -> Path | None:
-        return self._log.path if self._log is not None else None
-
-    @property
     def system(self) -> str:
         """The system prompt sent: the configured one, plus the memory protocol where the API does not add it,
         plus the auto-memory guidance when auto memory is on."""
@@ -269,82 +200,6 @@ class Agent(ContextManagement):
             f"continue with --resume {self.session_id}"
         )
 
-    # -- session start --------------------------------------------------------------------------------------
-
-    def _begin(self) -> Iterator[Event]:
-        """First prompt of this process: the SessionStart hooks, and for a new session the memory backfill."""
-        if self._started:
-            return
-        self._started = True
-        if self._log is None and self._sessions_dir is not None:
-            self._log = SessionLog.create(self._header(), self._sessions_dir, redact=self.kept_on_disk())
-        if self._source == "resume":
-            self.repair(INTERRUPTED)  # a killed process can leave the last tool calls unanswered
-            if self.settings.instructions:  # the transcript holds the text; compaction still needs its section
-                self.instructions = load_instructions(self.project_root)
-        else:
-            yield from self._load_context(reloaded=False)
-        yield from self._session_start(self._source)
-
-    def _load_context(self, *, reloaded: bool) -> Iterator[Event]:
-        """The instructions file and the memory backfill, first in the next user message: at the start of a
-        session, and again (read from disk, the files this session used last) after a compaction."""
-        blocks: list[Block] = []
-        if self.settings.instructions:
-            self.instructions = load_instructions(self.project_root)
-            if self.instructions is not None:
-                for name, tokens in self.instructions.items:
-                    yield InstructionsLoaded(name, tokens, reloaded)
-                blocks += self.instructions.blocks
-        if self.settings.backfill:
-            files = list(reversed(self._touched)) if reloaded else None
-            self.backfill = load_backfill(
-                self.memory.tool, self.settings.backfill_tokens, files=files, index=self.auto_memory.enabled
-            )
-            if self.backfill is not None:
-                for name, tokens in self.backfill.items:
-                    yield BackfillLoaded(name, tokens, reloaded)
-                blocks.append(self.backfill.block)
-        self._pending[0:0] = blocks
-
-    def _session_start(self, source: str) -> Iterator[Event]:
-        outcomes = self.hooks.run("SessionStart", {**self._payload(), "source": source}, match=source)
-        yield from hook_events(outcomes)
-        for outcome in outcomes:
-            if outcome.ok and outcome.output.strip():
-                text = prompts.HOOK_CONTEXT.format(event="SessionStart", source=source, text=outcome.output.strip())
-                self._pending.append(text_block(text))
-
-    def _payload(self) -> dict[str, Any]:
-        path = self.transcript_path
-        return {"session_id": self.session_id, "transcript_path": str(path) if path else None, "cwd": os.getcwd()}
-
-    # -- transcript -----------------------------------------------------------------------------------------
-
-    def _append(self, message: Message, *, sync: bool = True, **extra: Any) -> None:
-        self.messages.append(message)
-        if self._log is not None:
-            self._log.append({"type": "message", "message": message, **extra}, sync=sync)
-
-    def _record(self, record: dict[str, Any]) -> None:
-        if self._log is not None:
-            self._log.append(record)
-
-    def _add_prompt(self, prompt: str) -> None:
-        self.repair()
-        self._append(user(*self._take_pending(), text_block(prompt)), prompt=prompt)
-
-    def _take_pending(self) -> list[Block]:
-        taken, self._pending = self._pending, []
-        return taken
-
-    def repair(self, text: str = CANCELLED) -> None:
-        """Answer tool calls left without results (a cancelled turn, a killed process), so the transcript is
-        a valid request again."""
-        answer = answer_pending(self.messages, text)
-        if answer is not None:
-            self._append(answer)
-
     # -- one request ------------------------------------------------------------------------------------------
 
     def request(self) -> Request:
@@ -396,55 +251,6 @@ class Agent(ContextManagement):
                 )
                 yield from self._load_context(reloaded=True)
                 yield from self._session_start("compact")
-
-    # -- tools ----------------------------------------------------------------------------------------------
-
-    def _run_tools(self, turn: int) -> Iterator[Event]:
-        results = []
-        for call in tool_uses(self.messages[-1]):
-            name, tool_input = str(call.get("name")), call.get("input") or {}
-            yield ToolCalled(turn, name, tool_input)
-            result = self._execute(name, tool_input)
-            yield from self._take_side_events()
-            yield ToolFinished(turn, name, result.is_error, result.text)
-            results.append(result_block(str(call.get("id")), result))
-        self._append(user(*results, *self._take_pending()))
-
-    def _execute(self, name: str, tool_input: dict[str, Any]) -> ToolResult:
-        spec = self._by_name.get(name)
-        if spec is None:
-            return ToolResult(f"Error: There is no tool named `{name[:100]}`.", is_error=True)
-        if spec.trust == "memory" and spec.writes(tool_input):
-            # Provenance: a write made after outside content entered this turn may be carrying it.
-            source = "untrusted-context" if self._tainted else None
-            self.memory.origin = Origin(actor="model", session=self.session_id, source=source)
-        try:
-            result = spec.execute(tool_input)
-        except Exception as exc:  # an application's tool failing must not end the session
-            log.exception("tool %s raised", name)
-            result = ToolResult(f"Error: The tool `{name}` failed: {type(exc).__name__}.", is_error=True)
-        if spec.trust == "untrusted":
-            self._tainted = True
-        if spec.trust == "memory" and not result.is_error:
-            self._touch(name, tool_input, result)
-        return result
-
-    def _take_side_events(self) -> Iterator[Event]:
-        taken, self.side_events = self.side_events, []
-        yield from taken
-
-    def _touch(self, name: str, tool_input: dict[str, Any], result: ToolResult) -> None:
-        """Remember which memory files this session used, most recent last (re-read after a compaction)."""
-        used, gone = memory_paths_used(name, tool_input, result)
-        for path in gone:
-            for key in [k for k in self._touched if k == path or k.startswith(path + "/")]:
-                del self._touched[key]
-        for path in used:
-            self._touched.pop(path, None)
-            self._touched[path] = None
-        self._progress_updated |= PROGRESS.virtual in used and not result.text.startswith("Here's the content")
-
-    # -- stop -----------------------------------------------------------------------------------------------
 
     def _stop_blocked(self, answer: str, turns: int) -> Generator[Event, None, bool]:
         payload = {**self._payload(), "answer": answer, "turns": turns, "stop_hook_active": False}
@@ -505,11 +311,6 @@ class Agent(ContextManagement):
         self.memory.close()
         if self._owns_provider:
             self.provider.close()
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
 
 
 # -- helpers -------------------------------------------------------------------------------------------------

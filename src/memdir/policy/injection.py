@@ -22,6 +22,8 @@ Keyword lists catch few of these and flag many harmless texts (requests *to* an 
   instruction *is* the text.
 
 The detector is regular expressions and word counting over the text: well under a millisecond for a note.
+The reading of a text's sentences that the last rule needs is in `memdir.policy._injection_sentences`; the cheap
+gates that skip every rule a text cannot match, in `memdir.policy._injection_gates`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._hints import SPACES, Gated, HintSearch
+from ._injection_gates import _GATES, _enabled
+from ._injection_sentences import _DATA_MARKERS, _content_words, _is_request, _may_ask, _Reading
 
 __all__ = ["InjectionMatch", "find_injections"]
 
@@ -215,119 +218,6 @@ def _hostile_code(text: str) -> list[InjectionMatch]:
 # -- foreign directives ----------------------------------------------------------------------------------------
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_TASK_VERBS = _words(
-    """analyze analyse answer assess brainstorm calculate categorize classify compare compile compose convert create
-    critique define describe design detail determine develop discuss draft elaborate enumerate estimate evaluate
-    explain explore express find generate give identify illustrate imagine interpret list name narrate offer outline
-    paraphrase predict produce propose provide rank rate rearrange recommend recount rephrase respond reverse
-    rewrite scramble share sketch solve sort state suggest summarize summarise tell translate write"""
-)
-_QUESTION_START = _words(
-    "what how why who whom whose which when where can could would will is are do does did should may"
-)
-_LEAD_IN = re.compile(r"^(?:please|kindly|also|now|then|and|finally|additionally|first|next|lastly)[,\s]+", _I)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+")
-_STOP = _words(
-    """a an the and or but if then than that this these those there here of to in on at by for with from as into onto
-    about over under after before between through during without within is are was were be been being am do does did
-    done have has had having can could would should will shall may might must it its it's i me my we our you your
-    yours he him his she her they them their what which who whom whose when where why how all any some each every no
-    not nor so too very just also only own same such more most other few both up down out off again further once
-    please kindly one two new use using used make made get got let like well reply respond response answer email
-    e-mail message question questions information help thank thanks hi hello dear"""
-)
-_SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+|\n|$)")
-_DATA_MARKERS = re.compile(
-    r"(?im)^(?:subject|from|to|cc|date|sent|received date|email_from|content)\s*:"
-    r"|\|(?:EMAIL_FROM|RECEIVED DATE|CONTENT):|```|^\s*(?:import|from \w+ import|def |class |return |print\()"
-    r"|[$€£]\s?\d[\d,.]*|\b\d{1,2}:\d{2}\b|^\s*[-*•]\s+\S|^\s*#{1,6}\s|\b(?:https?://|www\.)\S+"
-    r"|(?:^|\s)(?:Hi|Hello|Dear)\s+[A-Z][a-z]+\s*[,\n]|\b(?:regards|sincerely|thanks|cheers),?\s*$"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    start: int
-    end: int
-    text: str
-
-
-def _units(text: str) -> list[_Unit]:
-    """Sentences (split at ``.!?`` and line ends), with their offsets; empty ones left out."""
-    units: list[_Unit] = []
-    for match in _SENTENCE.finditer(text):
-        raw = match.group(0)
-        stripped = raw.strip()
-        if len(stripped) >= 3:
-            lead = len(raw) - len(raw.lstrip())
-            units.append(_Unit(match.start() + lead, match.start() + lead + len(stripped), stripped))
-    return units
-
-
-def _content_words(text: str) -> set[str]:
-    return {_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 2}
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ies", "es", "ed", "s", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def _body(unit: str) -> str:
-    return _LEAD_IN.sub("", unit.lstrip("-*•>#0123456789.) \t\"'"))
-
-
-def _is_request(unit: str) -> bool:
-    """An imperative task ("Describe the...") or a question ("What is...?"): the two shapes of a prompt."""
-    words = _body(unit).split(maxsplit=4)  # the first word and whether there are 3 or 4: no more needed
-    if not words:
-        return False
-    first = words[0].lower().strip(",:;\"'")
-    if first in _TASK_VERBS and len(words) >= 3:
-        return True
-    return unit.endswith("?") and first in _QUESTION_START and len(words) >= 4
-
-
-_ASKS = re.compile(
-    r"\b(?:can|could|would|will) you\b[^?]*\?$|\b(?:i need|i'd like|i would like|i want|i'm asking) you to\b"
-    r"|^(?:imagine|pretend|suppose|let's|let us)\b|^you are an?\b|\bimagine (?:you|that|a)\b",
-    _I,
-)
-
-
-def _asks_assistant(unit: str) -> bool:
-    """A sentence someone types to an assistant: a request, or a role or scene set up for it."""
-    if _is_request(unit):
-        return True
-    lower = unit.lower()
-    return ("you" in lower or "imagin" in lower or "pretend" in lower or "suppose" in lower or "let" in lower) and bool(
-        _ASKS.search(_body(unit))
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """The sentences of a text, and which of them ask something of an assistant."""
-
-    units: list[_Unit]
-    asking: list[_Unit]
-
-    @classmethod
-    def of(cls, text: str) -> _Reading:
-        units = _units(text)
-        return cls(units, [u for u in units if _asks_assistant(u.text)])
-
-    def asks_elsewhere(self, start: int, end: int) -> bool:
-        """Whether a sentence outside ``start:end`` asks something: then the text is a prompt, not data."""
-        return any(u.end <= start or u.start >= end for u in self.asking)
-
-
 def _foreign_directives(text: str, reading: _Reading) -> list[InjectionMatch]:
     """The one request to an assistant in a text that is otherwise data, sharing no content words with it."""
     candidates = [u for u in reading.asking if _is_request(u.text)]
@@ -346,127 +236,6 @@ def _foreign_directives(text: str, reading: _Reading) -> list[InjectionMatch]:
 
 
 # -- the detector ----------------------------------------------------------------------------------------------
-
-
-# Every rule needs one of these in the lower-cased text: a string, or (a tuple of groups) one string of each group
-# (each derived from the literal parts of the rule's expression). Checking them costs a microsecond; running a
-# rule's expression over a note tens, and the tool screens every write. The cheap tests must be *necessary*
-# conditions: a rule skipped here can never have matched.
-_Gate = tuple[str | tuple[tuple[str, ...], ...], ...]
-_HINTS: dict[str, _Gate] = {
-    "override-instructions": (
-        "ignore", "disregard", "forget", "overrid", "overrul", "bypass", "skip", "drop", "abandon", "discard",
-    ),
-    "new-instructions": ("instruction", "from now on", "your new", "your real", "your true", "your actual"),
-    "fake-turn": (
-        "sys", "assistant", "developer", "<|", "im_start", "im_end", "endoftext", "header_id", "inst]", "admin",
-        "human:", "user:", "ai:", "claude:", "chatgpt:",
-    ),
-    # "mode" alone is in every "model": the mode switch needs one of its verbs too.
-    "persona-switch": (
-        "you are now", "you are no longer", "act as ", (("mode",), ("enter", "enable", "activate", "switch to")),
-    ),
-    # "ai" only after white space (every "ai" the expression matches follows \s+ or a literal space): as a bare
-    # substring it is in "email", "again", "detail". "you" only after the words the expression puts before it (a
-    # bare "you" is in most notes).
-    "addressed-to-ai": (
-        "assistant", "model", "llm", "chatbot", "agent", "claude", "gpt",
-        "when you", "while you", "if you", "before you", "after you",
-        *(space + "ai" for space in SPACES),
-    ),
-    "conceal-from-user": ("user", "human", "owner", "operator"),
-    "response-steering": (
-        "answer", "respons", "respond", "repl", "output", "message", "summar", "completion", "write", "speak", "talk",
-    ),
-    # Sending somewhere needs a verb and an address (a URL or an e-mail address); a tracking image neither.
-    "exfiltration": (
-        "![",
-        (
-            ("http", "www.", "@"),
-            ("send", "forward", "post", "upload", "mail", "transmit", "submit", "leak", "exfiltrat", "copy"),
-        ),
-    ),
-    "hostile-code": ("code", "python", "shell", "bash"),
-    "hidden-markup": ("<!--", "style"),
-}  # fmt: skip
-
-# What `_asks_assistant` needs besides a task verb or a "?": the literal parts of `_ASKS` (lower-cased).
-_ASK_LITERALS = frozenset({"you to", "you are a", "imagin", "pretend", "suppose", "let's", "let us"})
-_GATES = HintSearch(
-    [h for gate in _HINTS.values() for h in gate if isinstance(h, str)]
-    + [h for gate in _HINTS.values() for h in gate if not isinstance(h, str) for group in h for h in group]
-    + [*_TASK_VERBS, *_ASK_LITERALS]
-)
-
-
-# Each rule's gate as sets, tested in C: any of its single hints, or one of each group of a conjunction.
-_SINGLE = {rule: frozenset(h for h in gate if isinstance(h, str)) for rule, gate in _HINTS.items()}
-_BOTH = {
-    rule: [tuple(frozenset(group) for group in hint) for hint in gate if not isinstance(hint, str)]
-    for rule, gate in _HINTS.items()
-}
-
-
-def _may_match(rule: str, found: set[str]) -> bool:
-    """Whether ``rule`` can match a text holding the hints ``found`` (`_GATES`, in the text lower-cased)."""
-    if not found.isdisjoint(_SINGLE[rule]):
-        return True
-    return any(all(not found.isdisjoint(group) for group in groups) for groups in _BOTH[rule])
-
-
-# `_may_match` for every rule at once: the rules each hint lets through by itself, then the few with conjunctions.
-_THROUGH = Gated(_SINGLE)
-_CONJOINED = tuple(rule for rule, groups in _BOTH.items() if groups)
-
-
-def _enabled(found: set[str]) -> set[str]:
-    """The rules whose gate passes on a text holding the hints ``found``: {r for r in rules if _may_match(r, found)}."""
-    enabled = _THROUGH.through(found)
-    enabled.update(rule for rule in _CONJOINED if rule not in enabled and _may_match(rule, found))
-    return enabled
-
-
-# What may stand between a sentence's start and its first word, for `_body` and `str.split` (ASCII): white space,
-# the list markers `_body` strips, and what `_is_request` strips off the word. A sentence starts after `_UNIT_END`.
-_BEFORE_WORD = frozenset(" \t\r\x0b\x0c\x1c\x1d\x1e\x1f-*>#0123456789)\"',:;")
-_UNIT_END = frozenset(".!?\n")
-_LEAD_WORDS = _words("please kindly also now then and finally additionally first next lastly")  # `_LEAD_IN`
-
-
-def _may_ask(text: str, lower: str, hits: list[tuple[str, int, int]]) -> bool:
-    """Whether a sentence of ``text`` may ask something of an assistant (`_asks_assistant`): a necessary condition
-    from the hints ``hits`` (`_GATES`), so that a note no sentence of which can be a request skips `_Reading`, the
-    detector's costliest step. A question needs "?"; `_ASKS`, one of `_ASK_LITERALS`; a task, a task verb as its
-    sentence's first word. Positions in ``lower`` are those of ``text`` for ASCII only: other text always may."""
-    if "?" in text or not text.isascii():
-        return True
-    for hint, start, end in hits:
-        if hint in _ASK_LITERALS:
-            return True
-        if hint in _TASK_VERBS and (end == len(lower) or not lower[end].isalpha()) and _first_word_at(lower, start):
-            return True
-    return False
-
-
-def _first_word_at(lower: str, start: int) -> bool:
-    """Whether the word at ``start`` can be its sentence's first after `_body` (which strips list markers and one
-    lead-in word such as "please")."""
-    i = _skip_back(lower, start)
-    if i == 0 or lower[i - 1] in _UNIT_END:
-        return True
-    j = i
-    while j > 0 and lower[j - 1].isalpha():
-        j -= 1
-    if lower[j:i] not in _LEAD_WORDS:
-        return False
-    j = _skip_back(lower, j)
-    return j == 0 or lower[j - 1] in _UNIT_END
-
-
-def _skip_back(lower: str, i: int) -> int:
-    while i > 0 and lower[i - 1] in _BEFORE_WORD:
-        i -= 1
-    return i
 
 
 def _explicit(text: str, enabled: set[str]) -> list[InjectionMatch]:
