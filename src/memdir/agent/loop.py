@@ -271,10 +271,7 @@ class Agent(SessionKeeping, ToolCalls, ContextManagement):
         self.usage, self.turns, self._touched = Usage(), 0, {}
         self._open_session(None)
         self._source = "clear"
-        self.memory.close()
-        self.memory = MemoryAccess(self.store, self.session_id, auto_memory=self.auto_memory)
-        self.tools = self._tools([t for t in self.tools if t.name not in self._memory_tool_names()])
-        self.counter = TokenCounter(self.provider)
+        self._renew_memory()
 
     def resume(self, ref: str = "") -> None:
         """Switch to another session (an id, a prefix, or "" for the latest) and continue it."""
@@ -282,6 +279,10 @@ class Agent(SessionKeeping, ToolCalls, ContextManagement):
         self._close_log()
         self.messages, self._pending, self._touched = [], [], {}
         self._open_session(ref)
+        self._renew_memory()
+
+    def _renew_memory(self) -> None:
+        """The memory access, its tools and the token count for the session just opened (`clear`, `resume`)."""
         self.memory.close()
         self.memory = MemoryAccess(self.store, self.session_id, auto_memory=self.auto_memory)
         self.tools = self._tools([t for t in self.tools if t.name not in self._memory_tool_names()])
