@@ -14,7 +14,7 @@ import sqlite3
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,11 @@ class CachedEmbeddings:
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
         self._lock = threading.Lock()
         self.computed = 0  # texts embedded by ``inner`` (not found in the cache)
+
+    def word_table(self) -> Any:
+        """The inner model's word table (query expansion), if it has one: it is read from the weights, not cached."""
+        table = getattr(self.inner, "word_table", None)
+        return table() if callable(table) else None
 
     def embed(self, texts: list[str], *, query: bool = False) -> NDArray[np.float32]:
         keys = [hashlib.sha256(f"{self.name}\0{int(query)}\0{text}".encode()).hexdigest() for text in texts]

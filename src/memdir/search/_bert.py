@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
+    from ._lexical import WordTable
+
 __all__ = ["BertEncoder"]
 
 _DTYPES: dict[str, Any] = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
@@ -93,6 +95,15 @@ class BertEncoder:
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.no_padding()
         self._torch: TorchBert | Literal[False] | None = False  # False: not tried yet
+        self._words: WordTable | None = None
+
+    def word_table(self) -> WordTable:
+        """The model's whole words with their input embeddings (`_lexical.expansions`), built on first use."""
+        if self._words is None:
+            from ._lexical import WordTable
+
+            self._words = WordTable(self._tokenizer.get_vocab(), self._w["embeddings.word_embeddings.weight"])
+        return self._words
 
     def encode(self, texts: list[str], batch: int = 32) -> NDArray[np.float32]:
         """L2-normalised embeddings, one row per text. Texts are batched by length (less padding); from

@@ -23,6 +23,10 @@ are. Then, each measured on LoCoMo (docs/benchmarks.md):
   their file but never puts the file above another: a lifted line scores at most just above its file's best
   line before the lift (on LoCoMo the uncapped lift found more evidence in the first ten turns but put the wrong
   session first more often).
+- **proximity**: a passage holding two of the query's words within a few words of each other gains a share
+  (`Weights.proximity`) of its proximity (`_lexical.closeness`, 0-1): "support group" said together is more
+  likely what is asked about than "support" and "group" at the two ends of a line. (The full-text candidates
+  themselves may hold words close in meaning to the query's: `_lexical.expansions`.)
 
 A candidate is a result only when it holds a word of the query or its cosine similarity reaches `SEMANTIC_FLOOR`:
 an unrelated word ("tea") finds nothing rather than every file with a score near zero.
@@ -77,6 +81,10 @@ class Weights:
     answer: float = 0.2
     # hybrid: the share of the query's similarity taken from the query without the speakers' names it holds
     unnamed: float = 0.4
+    # hybrid: the weight of a word close in meaning to a query word (`_lexical.expansions`), times its cosine
+    expansion: float = 1.0
+    # query words side by side in a passage (`_lexical.closeness`)
+    proximity: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,12 +157,14 @@ def fuse(
     query: Query,
     weights: Weights,
     files: Mapping[str, float] | None = None,
+    close: Mapping[int, float] | None = None,
 ) -> list[Fused]:
     """Every passage of ``passages`` that is a result, scored (see the module's docstring), best first.
 
     ``bm25``: the full-text candidates' BM25; ``similarity``: every passage's cosine (None: full-text search);
     ``near``: (chunk, distance) of each passage's neighbours, among ``passages``; ``files``: each file's
-    whole-file BM25 scaled to the best 1.0 (`SearchIndex.file_scores`).
+    whole-file BM25 scaled to the best 1.0 (`SearchIndex.file_scores`); ``close``: each passage's proximity of
+    query words, 0-1 (`_lexical.closeness`).
     """
     base, similar = _base(passages, bm25, similarity, weights)
     floor = similar | bm25.keys()
@@ -164,6 +174,8 @@ def fuse(
         if chunk not in floor:
             continue  # a neighbour may lift it, but what holds no word of the query, nor its meaning, is no result
         scores[chunk] = _score(chunk, candidate, base, floor, near, query, weights, files or {})
+        if close:
+            scores[chunk] += weights.proximity * close.get(chunk, 0.0)
         asked = _asked_before(candidate, passages, near.get(chunk, []))
         if weights.answer and asked is not None:
             answers[chunk] = weights.answer * base[asked]

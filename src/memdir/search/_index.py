@@ -35,7 +35,7 @@ from ._pg import PgEngine
 from ._text import chunk_lines, query_terms
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from ..paths import MemoryPath
     from ..store._base import Store
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..store._records import Version
     from ._engine import Passage, TextEngine
 
-__all__ = ["CHUNK_LINES", "RESCAN_SECONDS", "Candidate", "SearchIndex"]
+__all__ = ["CHUNK_LINES", "RESCAN_SECONDS", "Candidate", "SearchIndex", "TermCounts"]
 
 CHUNK_LINES = 1  # lines per passage: a line is a turn in a transcript, a bullet in a note (docs/search.md)
 RESCAN_SECONDS = 5.0  # the shortest time between two rescans of a directory store for outside edits
@@ -67,6 +67,23 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class TermCounts:
+    """A query's terms' passages per file (None: a common term, not counted), and the index's sizes."""
+
+    per_term: dict[str, dict[str, int] | None]
+    files: int
+    passages: int
+
+    def document_frequencies(self, skip: frozenset[str] = frozenset()) -> dict[str, int]:
+        """Passages holding each counted term that ``skip`` does not hold (a common term: `FILE_TERM_CAP` + 1)."""
+        return {
+            term: FILE_TERM_CAP + 1 if found is None else sum(found.values())
+            for term, found in self.per_term.items()
+            if term not in skip
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class _Change:
     path: str
     version: int
@@ -87,7 +104,7 @@ class SearchIndex:
         self.ns = store.namespace
         self.chunk_size = chunk_size
         self._scanned = float("-inf")  # monotonic time of the last rescan for outside edits
-        self._files = (-1, 1)  # (generation, files indexed)
+        self._sized = (-1, 1, 1)  # (generation, files indexed, passages indexed)
         self._scan_cost = 0.0
         self.engine: TextEngine = PgEngine(self.ns) if store.aux.dialect == "postgres" else Fts5Engine(self.ns)
         store.aux.ensure(self.engine.migrations)
@@ -268,41 +285,68 @@ class SearchIndex:
         with self.store.aux.reading("search") as conn:
             return _passages(conn, list(ids))
 
-    def file_scores(self, query: str, lengths: dict[str, int], prefix: MemoryPath | None) -> dict[str, float]:
-        """BM25 of whole files for ``query``, for the files of ``lengths`` (path -> passages), scaled to the best 1.0.
-
-        A file's term frequency is the number of its passages holding the term, its length its passage count
-        (relative to the mean over ``lengths``); a term held by more than `FILE_TERM_CAP` passages is left out
-        (a common word, whose weight is small: counting it would cost most)."""
+    def term_counts(self, query: str, prefix: MemoryPath | None) -> TermCounts:
+        """For each of the query's terms, the passages holding it per file (None: more than `FILE_TERM_CAP`:
+        a common word, whose weight is small and whose count would cost most), with the index's sizes: one
+        look-up per term, read by both `file_scores` and the proximity of query words (`_lexical.closeness`)."""
         terms = query_terms(query)
-        if not terms or not lengths:
+        with self.store.aux.reading("search") as conn:
+            files, passages = self._sizes(conn)
+            counts = {term: self.engine.file_counts(conn, term, prefix, FILE_TERM_CAP) for term in terms}
+        return TermCounts(counts, files, passages)
+
+    def file_scores(self, counts: TermCounts, lengths: dict[str, int]) -> dict[str, float]:
+        """BM25 of whole files for the query of ``counts``, for the files of ``lengths`` (path -> passages),
+        scaled to the best 1.0: a file's term frequency is the number of its passages holding the term, its
+        length its passage count (relative to the mean over ``lengths``); common terms are left out."""
+        if not lengths:
             return {}
         average = sum(lengths.values()) / len(lengths)
         scores: dict[str, float] = dict.fromkeys(lengths, 0.0)
-        with self.store.aux.reading("search") as conn:
-            files = self.files(conn)
-            for term in terms:
-                counts = self.engine.file_counts(conn, term, prefix, FILE_TERM_CAP)
-                if not counts:
-                    continue
-                idf = math.log(1 + (files - len(counts) + 0.5) / (len(counts) + 0.5))
-                for path, count in counts.items():
-                    if path in scores:
-                        norm = _K1 * (1 - _B + _B * lengths[path] / average)
-                        scores[path] += idf * count * (_K1 + 1) / (count + norm)
+        for found in counts.per_term.values():
+            if not found:
+                continue
+            idf = math.log(1 + (counts.files - len(found) + 0.5) / (len(found) + 0.5))
+            for path, count in found.items():
+                if path in scores:
+                    norm = _K1 * (1 - _B + _B * lengths[path] / average)
+                    scores[path] += idf * count * (_K1 + 1) / (count + norm)
         best = max(scores.values(), default=0.0) or 1.0
         return {path: score / best for path, score in scores.items()}
 
-    def files(self, conn: AuxConnection) -> int:
-        """The files this namespace's index holds (counted once per generation of the index)."""
+    def expanded(
+        self, found: list[Candidate], words: Mapping[str, float], limit: int, prefix: MemoryPath | None
+    ) -> list[Candidate]:
+        """``found`` (the query's full-text candidates) with what ``words`` (more words, each with a weight) add:
+        each passage's BM25 plus each word's BM25 in it times the word's weight, the ``limit`` best kept."""
+        if not words:
+            return found
+        scores = {c.chunk: c.score for c in found}
+        with self.store.aux.reading("search") as conn:
+            for word, weight in words.items():
+                for chunk, score in self.engine.rank(conn, [word], limit, prefix):
+                    scores[chunk] = scores.get(chunk, 0.0) + weight * score
+            best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+            known = {c.chunk: c for c in found}
+            read = _passages(conn, [chunk for chunk, _ in best if chunk not in known])
+        known.update(read)
+        return [
+            known[chunk] if known[chunk].score == score else _with_score(known[chunk], score)
+            for chunk, score in best
+            if chunk in known
+        ]
+
+    def _sizes(self, conn: AuxConnection) -> tuple[int, int]:
+        """The files and the passages this namespace's index holds (counted once per generation of the index)."""
         row = conn.execute("SELECT generation FROM search_state WHERE ns = ?", (self.ns,)).fetchone()
         generation = int(row[0]) if row else 0
-        if self._files[0] != generation:
-            (count,) = conn.execute(
+        if self._sized[0] != generation:
+            (files,) = conn.execute(
                 "SELECT count(*) FROM search_files WHERE ns = ? AND sha256 IS NOT NULL", (self.ns,)
             ).fetchone()
-            self._files = (generation, max(int(count), 1))
-        return self._files[1]
+            (passages,) = conn.execute("SELECT count(*) FROM search_chunks WHERE ns = ?", (self.ns,)).fetchone()
+            self._sized = (generation, max(int(files), 1), max(int(passages), 1))
+        return self._sized[1], self._sized[2]
 
     def near(
         self, passages: dict[int, Candidate], window: int, lengths: dict[str, int] | None = None

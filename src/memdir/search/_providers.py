@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from ._lexical import WordTable
+
 __all__ = [
     "APIEmbeddings",
     "EmbeddingError",
@@ -74,6 +76,11 @@ class LocalModel:
         del query  # MiniLM embeds queries and passages alike
         vectors: NDArray[np.float32] = self._encoder().encode(texts)
         return vectors
+
+    def word_table(self) -> WordTable:
+        """The model's whole words and their input embeddings, for query expansion (`_lexical.expansions`)."""
+        table: WordTable = self._encoder().word_table()
+        return table
 
     def _encoder(self) -> Any:
         # One loaded model per directory per process: loading reads ~90 MB.

@@ -15,7 +15,9 @@ from ._dates import SLACK_DAYS
 from ._fusion import NEIGHBOUR_WINDOW, Fused, Query, Weights, fuse, speaker, without_speakers
 from ._hit import SearchHit
 from ._index import CHUNK_LINES, SearchIndex
+from ._lexical import closeness, expansions
 from ._providers import SEMANTIC_HINT, SemanticUnavailableError, provider_from_settings, semantic_installed
+from ._text import query_terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -43,6 +45,8 @@ _WEIGHTS = {
     "file_weight": ("file", 10.0),
     "answer_weight": ("answer", 10.0),
     "unnamed_weight": ("unnamed", 1.0),
+    "expansion_weight": ("expansion", 10.0),
+    "proximity_weight": ("proximity", 10.0),
 }
 
 
@@ -106,6 +110,8 @@ class Searcher:
         """The candidates of each retriever (and of the dates the query names), fused (`_fusion.fuse`)."""
         query, pool = Query.of(text), max(_POOL, _POOL_SHARE * limit)
         full_text = self.index.full_text(text, pool, prefix)
+        if vectors is not None and self.weights.expansion:
+            full_text = self.index.expanded(full_text, self._expansions(text), pool, prefix)
         passages = {c.chunk: c for c in full_text}
         similarity: Mapping[int, float] | None = None
         if vectors is not None and text.strip():
@@ -119,10 +125,30 @@ class Searcher:
         bm25 = {c.chunk: c.score for c in full_text}
         lengths: dict[str, int] = {}
         near = self.index.near(passages, NEIGHBOUR_WINDOW, lengths)
-        files = self.index.file_scores(text, lengths, prefix) if self.weights.file else {}
-        fused = fuse(passages, bm25, similarity, near, query, self.weights, files)[:limit]
+        files: dict[str, float] = {}
+        close: dict[int, float] = {}
+        if self.weights.file or self.weights.proximity:
+            counts = self.index.term_counts(text, prefix)
+            files = self.index.file_scores(counts, lengths) if self.weights.file else {}
+            if self.weights.proximity:
+                # Only the full-text candidates can hold two query words. Speakers' names are left out: each
+                # line of theirs starts with one, next to whatever it says.
+                speakers = frozenset().union(*(speaker(c.text) for c in full_text))
+                texts = {c.chunk: c.text for c in full_text}
+                close = closeness(texts, counts.document_frequencies(speakers), counts.passages)
+        fused = fuse(passages, bm25, similarity, near, query, self.weights, files, close)[:limit]
         best = fused[0].score if fused and fused[0].score > 0 else 1.0
         return [_hit(passages, near, f, rank, best) for rank, f in enumerate(fused, start=1)]
+
+    def _expansions(self, text: str) -> dict[str, float]:
+        """The words the query's words also search for (`_lexical.expansions`), weighted; none when the
+        embedding provider has no word table (an API's model, a custom provider)."""
+        table = getattr(self.provider(), "word_table", None)
+        found = table() if callable(table) else None
+        if found is None:
+            return {}
+        weight = self.weights.expansion
+        return {word: weight * cosine for word, cosine in expansions(text, query_terms(text), found).items()}
 
     def _blend(self, text: str, found: list[Candidate]) -> tuple[str, float] | None:
         """The query without the speakers it names, and its share of the similarity (`without_speakers`); the
