@@ -198,7 +198,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(run: Run, big_source: str, 
     stop_mid_copy(process, db, signal.SIGINT)
     out, err = process.communicate(timeout=60)
     held = held_after_a_kill(db)
-    assert process.returncode == 130
+    assert process.returncode == 130, err
     assert out == b""
     said = re.fullmatch(
         r"Interrupted: at least ([\d,]+) of 10,000 versions of namespace 'default' are in the destination; "

@@ -4,11 +4,14 @@ that keep the chain whole, and every backend's `Store.verify_chain` (tampering w
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memdir import Store
+from memdir import Store, open_store
 from memdir.store import MemoryStore
 from memdir.store._chain import (
     ChainHead,
@@ -130,3 +133,29 @@ def test_the_memory_store_reports_what_was_done_to_its_state(store: Store) -> No
         state.versions[1] = dataclasses.replace(state.versions[1], actor="mallory")
         del state.versions[2]
         assert [(b.kind, b.first) for b in store.verify_chain().breaks] == [("edited", 2), ("deleted", 3)]
+
+
+def test_ctrl_c_while_a_version_is_chained_is_an_interrupt_that_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SQLite store chains a version inside its UPDATE (a SQL function), where sqlite3 would turn Ctrl-C
+    into a database error: the user must see the interruption (`memdir migrate-store` then says how to resume)."""
+    from memdir.store import _sql
+
+    real, calls = _sql.link_tail, []
+
+    def interrupted(*args: Any) -> bytes:
+        calls.append(args)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    with open_store(f"sqlite://{tmp_path / 'm.db'}") as store:
+        store.write("/memories/a.md", b"a\n")
+        monkeypatch.setattr(_sql, "link_tail", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            store.write("/memories/b.md", b"b\n")
+        assert store.stat("/memories/b.md") is None and len(list(store.log())) == 1
+        store.write("/memories/b.md", b"b\n")
+        report = store.verify_chain()
+        assert report.ok and report.checked == 2

@@ -187,9 +187,10 @@ class SqlDatabase:
         self._writer_key = None if location is None else os.path.realpath(location)  # `_writers_of`
         self._ensured: set[str] = set()
         self._closed = False
-        # Transactions running (`_Session`), and each thread's own: `close` waits for the other threads'.
-        self._running = 0
-        self._mine = threading.local()
+        # Transactions running (`_Session`), by thread: `close` waits for the other threads'. A thread's count is
+        # one entry, changed in one statement: a KeyboardInterrupt (raised in the main thread between statements)
+        # cannot leave a count behind that `close` would wait for in the thread that is closing.
+        self._running: dict[int, int] = {}
         self._quiet = threading.Condition(self._lock)
         self._closing = False  # no new transaction starts meanwhile: a busy thread cannot starve `close`
         if location is not None and not read_only:
@@ -228,10 +229,10 @@ class SqlDatabase:
         connection under a running statement crashes the interpreter (a tool's audit log flushes on a thread of
         its own, and a store may be closed before the tool)."""
         with self._lock:
-            mine = getattr(self._mine, "depth", 0)
+            me = threading.get_ident()
             self._closing = True
             try:
-                if not self._quiet.wait_for(lambda: self._running == mine, timeout=_CLOSE_WAIT):
+                if not self._quiet.wait_for(lambda: not self._others_running(me), timeout=_CLOSE_WAIT):
                     raise StorageError("could not close the store: another thread is still using it")
                 for conn in self._all:
                     with contextlib.suppress(sqlite3.Error):
@@ -288,12 +289,12 @@ class SqlDatabase:
             self._leave()
 
     def _enter(self) -> sqlite3.Connection:
-        depth = getattr(self._mine, "depth", 0)
+        me = threading.get_ident()
         with self._lock:  # counted before the connection is taken: `close` cannot come in between
+            depth = self._running.get(me, 0)
             if self._closing and not depth:
                 self._quiet.wait_for(lambda: not self._closing)
-            self._running += 1
-        self._mine.depth = depth + 1
+            self._running[me] = depth + 1
         try:
             return self.conn
         except BaseException:
@@ -301,10 +302,14 @@ class SqlDatabase:
             raise
 
     def _leave(self) -> None:
-        self._mine.depth -= 1
+        me = threading.get_ident()
         with self._lock:
-            self._running -= 1
+            self._running[me] = self._running.get(me, 1) - 1
             self._quiet.notify_all()
+
+    def _others_running(self, me: int) -> bool:
+        """(Lock held.) Whether a thread other than ``me`` is in a transaction."""
+        return any(depth > 0 for thread, depth in self._running.items() if thread != me)
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:

@@ -65,6 +65,27 @@ def _sql_link(previous: object, namespace: str, number: int, tail: str) -> bytes
     return link_tail(stored(previous) or genesis("history", namespace), number, tail)
 
 
+_BUMP = (
+    "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ?, "
+    "chain = memdir_chain(chain, ns, last_version + 1, ?) WHERE ns = ? RETURNING last_version, files, bytes, chain"
+)
+
+
+def _bumped(conn: sqlite3.Connection, args: tuple[Any, ...]) -> Any:
+    """The namespace's row after `_BUMP`. sqlite3 turns any exception raised in a SQL function into one
+    OperationalError and drops it: Ctrl-C arriving while `_sql_link` runs (a KeyboardInterrupt raised at its
+    first instruction) would reach the user as a database error. The function cannot fail on its own inputs, so
+    the statement is asked again: when it succeeds, what it met was the interruption, and it is raised as such
+    (the write's transaction rolls back); when it fails again, the error is the statement's."""
+    try:
+        return conn.execute(_BUMP, args).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "user-defined function raised exception" not in str(exc):
+            raise
+        conn.execute(_BUMP, args).fetchone()
+        raise KeyboardInterrupt from None
+
+
 class SqlIndex(SqlHistory, SqlDatabase):
     """Files, versions and blobs of one namespace in a SQLite database shared with other namespaces."""
 
@@ -387,12 +408,7 @@ class SqlIndex(SqlHistory, SqlDatabase):
             return counters.last_version, counters.chain
         # The chain value is computed by the UPDATE that gives out the number (`_sql_link`): no statement of its own,
         # and the head moves in the same row, under the same write lock.
-        row = conn.execute(
-            "UPDATE namespaces SET last_version = last_version + 1, files = files + ?, bytes = bytes + ?, "
-            "chain = memdir_chain(chain, ns, last_version + 1, ?) WHERE ns = ? "
-            "RETURNING last_version, files, bytes, chain",
-            (files, size, encode_tail(fields), self.namespace),
-        ).fetchone()
+        row = _bumped(conn, (files, size, encode_tail(fields), self.namespace))
         if quota is not None:
             # The counters this write transaction holds: exact however many writers race (a check before the
             # write lock lets two of them pass together), and no statement of its own.
