@@ -51,6 +51,16 @@ def test_hybrid_finds_what_shares_no_word_with_the_query(store: Store) -> None:
     assert best.retrievers == ("semantic",)
 
 
+@pytest.mark.parametrize("query", ["\udced\udca0\udc80", "golden \ud800retriever", "retriever\udcff"])
+def test_a_query_holding_lone_surrogates_is_searched_as_utf8_says_it(store: Store, query: str) -> None:
+    """JSON's "\\ud800" and an invalid byte in a command-line argument reach search as lone surrogates, which the
+    model's tokenizer refuses (an internal error before): they are searched as UTF-8 replaces them."""
+    fill(store)
+    for mode in ("fts", "hybrid"):
+        hits = search(store, query, mode=mode)  # type: ignore[arg-type]
+        assert [h.path.virtual for h in hits][:1] == ([] if query.startswith("\udced") else ["/memories/pets.md"])
+
+
 def test_hybrid_keeps_exact_word_matches_first(store: Store) -> None:
     fill(store)
     store.write("/memories/max.md", b"Max Planck institute visit\n")

@@ -92,6 +92,10 @@ class Searcher:
     def search(self, query: str, *, limit: int = 10, path_prefix: PathLike | None = None, mode: Mode = "auto") -> Found:
         if not isinstance(query, str):
             raise ConfigError("the search query must be a string")
+        if not query.isascii():
+            # A lone surrogate (JSON's "\ud800", an invalid byte in a command-line argument) is no text the
+            # tokenizers take: search for what UTF-8 can say of it, as stored text is.
+            query = query.encode("utf-8", "replace").decode("utf-8")
         limit = max(0, min(int(limit), MAX_LIMIT))
         prefix = as_path(path_prefix) if path_prefix is not None else None
         used = self.default_mode() if mode == "auto" else mode
