@@ -187,9 +187,9 @@ class SqlDatabase:
         self._writer_key = None if location is None else os.path.realpath(location)  # `_writers_of`
         self._ensured: set[str] = set()
         self._closed = False
-        # Transactions running (`_Session`), by thread: `close` waits for the other threads'. A thread's count is
-        # one entry, changed in one statement: a KeyboardInterrupt (raised in the main thread between statements)
-        # cannot leave a count behind that `close` would wait for in the thread that is closing.
+        # Transactions running (`_Session`), by thread ident: `close` waits for the other threads' only. A
+        # KeyboardInterrupt (raised in the main thread, between any two statements) can leave the interrupted
+        # thread's own count wrong, and `close` in that thread must not wait for it: it waited 60 s.
         self._running: dict[int, int] = {}
         self._quiet = threading.Condition(self._lock)
         self._closing = False  # no new transaction starts meanwhile: a busy thread cannot starve `close`
@@ -304,12 +304,16 @@ class SqlDatabase:
     def _leave(self) -> None:
         me = threading.get_ident()
         with self._lock:
-            self._running[me] = self._running.get(me, 1) - 1
+            depth = self._running.get(me, 1) - 1
+            if depth > 0:
+                self._running[me] = depth
+            else:
+                self._running.pop(me, None)  # no entry per thread that ever ran one
             self._quiet.notify_all()
 
     def _others_running(self, me: int) -> bool:
         """(Lock held.) Whether a thread other than ``me`` is in a transaction."""
-        return any(depth > 0 for thread, depth in self._running.items() if thread != me)
+        return any(thread != me for thread in self._running)
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
