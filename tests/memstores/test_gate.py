@@ -88,6 +88,20 @@ def test_a_metadata_key_holding_a_secret_is_refused(client: Client, db_path: Pat
     assert not [key for key in keys if key.encode() in database_bytes(db_path)]
 
 
+def test_a_metadata_key_that_is_no_utf8_text_is_refused_as_such(server: LiveServer, client: Client) -> None:
+    """JSON's lone surrogate ("\\ud800", which the SDK cannot even send) is no text: said so, not taken for a
+    secret (redacting it changed it)."""
+    api = client("alice")
+    answer = httpx.post(
+        f"{server.url}/v1/memory_stores",
+        content=b'{"name": "keys", "metadata": {"k\\ud800": "x"}}',
+        headers={"x-api-key": api.api_key or "", "content-type": "application/json"},
+    )
+    assert answer.status_code == 400
+    assert "a key is not valid UTF-8 text" in answer.json()["error"]["message"]
+    assert list(api.beta.memory_stores.list()) == []
+
+
 def test_changes_of_a_store_itself_are_audited(server: LiveServer, client: Client) -> None:
     """Creating, updating, archiving and deleting a store are writes too: each is one entry, with the API's actor,
     naming the store (its creation in the audit log of the namespace that made it, the rest in the store's own)."""

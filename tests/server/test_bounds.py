@@ -163,3 +163,16 @@ def test_a_number_of_thousands_of_digits_is_an_invalid_request(default_server: L
         http.put("/v1/files/memories/a.md", content=b"one")
         for url in ("/v1/log?since=", "/v1/files/memories/a.md?version=", "/v1/audit?limit="):
             assert error_of(http.get(url + "9" * 4400)) == (400, "invalid_request"), url
+
+
+def test_an_answer_quoting_a_lone_surrogate_is_json_all_the_same() -> None:
+    """What a client sent may come back in an answer; a lone surrogate (JSON's "\\ud800") is no UTF-8, so the
+    answer escapes it as JSON does instead of failing as a 500 whose own answer would fail too."""
+    import json
+
+    from memdir.server._errors import json_response
+
+    answer = json_response({"query": "a\ud800b", "note": "ü"})
+    assert answer.body == b'{"query":"a\\ud800b","note":"\\u00fc"}'
+    assert json.loads(answer.body) == {"query": "a\ud800b", "note": "ü"}
+    assert json_response({"note": "ü"}).body == '{"note":"ü"}'.encode()

@@ -186,6 +186,15 @@ def test_malformed_edits_are_refused(http: httpx.Client, body: object) -> None:
     assert http.get("/v1/files/memories/notes.md").content == b"one\ntwo\nthree\n"
 
 
+def test_an_edit_that_is_no_utf8_text_is_refused(http: httpx.Client) -> None:
+    """JSON's lone surrogate ("\\ud800") decodes to no UTF-8 text: refused as such (it was a 500)."""
+    body = b'{"content": "one\\ud800", "expected_version": 1}'
+    answer = http.put("/v1/edit/memories/notes.md", content=body, headers={"Content-Type": "application/json"})
+    assert error_of(answer) == (400, "invalid_request")
+    assert "unpaired surrogate" in answer.json()["error"]["message"]
+    assert http.get("/v1/files/memories/notes.md").content == b"one\ntwo\nthree\n"
+
+
 def test_edits_need_json_within_the_bound(client: Client, http: httpx.Client) -> None:
     assert error_of(http.put("/v1/edit/memories/notes.md", content=b"{}")) == (415, "unsupported_media_type")
     broken = http.put("/v1/edit/memories/notes.md", content=b"{", headers={"Content-Type": "application/json"})

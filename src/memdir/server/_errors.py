@@ -38,7 +38,10 @@ class ApiError(Exception):
 
 
 def json_response(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    try:
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate a client sent and an answer quotes: JSON's own escape says it
+        body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode("ascii")
     return Response(body, status, headers=headers, media_type="application/json")
 
 

@@ -161,6 +161,8 @@ def _edit_body(body: dict[str, Any]) -> tuple[str, Expect]:
     content = body.get("content")
     if not isinstance(content, str):
         raise ApiError("invalid_request", "'content' must be the file's new text (a string)")
+    if not content.isascii() and not _encodable(content):  # JSON's "\ud800" decodes to no UTF-8 text
+        raise ApiError("invalid_request", "'content' is not valid UTF-8 text (it contains an unpaired surrogate)")
     if "expected_version" not in body:
         raise ApiError(
             "invalid_request",
@@ -298,3 +300,11 @@ ENDPOINTS = (
         errors=_FILE_ERRORS,
     ),
 )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -91,7 +91,13 @@ def _redacted(store: GatedStore, value: Any) -> Any:
 def _key(store: GatedStore, key: Any) -> Any:
     """A metadata key holding a secret is refused, as a file name holding one is: redacted, two keys could become
     one and a value be lost, and a key is answered on every read."""
-    if isinstance(key, str) and store.redacted(key) != key:
+    if not isinstance(key, str):
+        return key
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as exc:  # else redacting it would change it, and it would read as a secret
+        raise InvalidRequestError("metadata: a key is not valid UTF-8 text (it holds an unpaired surrogate)") from exc
+    if store.redacted(key) != key:
         raise InvalidRequestError("metadata: a key holds a secret; name it otherwise (values may hold one: redacted)")
     return key
 
