@@ -159,6 +159,14 @@ def sign_in(page: Page, secret: str) -> None:
     expect(page.locator("#namespace")).to_have_text("alice")
 
 
+def review_page(browser: Browser, server: LiveServer, token: str) -> tuple[Page, Watch]:
+    """The page signed in with ``token``, on its review screen (desktop size)."""
+    page, watch = open_page(browser, server, DESKTOP)
+    sign_in(page, token)
+    page.get_by_role("link", name=re.compile("^Review")).click()
+    return page, watch
+
+
 def blur(page: Page) -> None:
     """Shortcuts are single keys: they act only when no field has the focus."""
     page.evaluate("document.activeElement && document.activeElement.blur()")
@@ -492,9 +500,7 @@ def test_a_held_write_to_a_file_that_is_not_there_says_so(browser: Browser, serv
     with api(server, token) as http:
         held = tool(http, command="create", path="/memories/web.md", file_text=STEERING + "\n")
         assert "held for review" in held["text"]
-    page, _watch = open_page(browser, server, DESKTOP)
-    sign_in(page, token)
-    page.get_by_role("link", name=re.compile("^Review")).click()
+    page, _watch = review_page(browser, server, token)
     item = page.get_by_role("article", name="#2 create /memories/web.md")
     expect(item.locator(".diff-head")).to_contain_text("− /memories/web.md: no such file now")
     assert "− /memories/web.md now" not in item.locator(".diff-head").inner_text()
@@ -515,9 +521,7 @@ def test_a_held_write_reads_in_the_order_it_would_be_stored(browser: Browser, se
     with api(server, token) as http:
         held = tool(http, command="create", path="/memories/invoice.md", file_text=trojan + "\n")
         assert "held for review" in held["text"]
-    page, watch = open_page(browser, server, DESKTOP)
-    sign_in(page, token)
-    page.get_by_role("link", name=re.compile("^Review")).click()
+    page, watch = review_page(browser, server, token)
     expect(page.get_by_role("article", name="#2 create /memories/invoice.md")).to_contain_text(shown)
     assert "\u202e" not in page.locator("main").inner_text()
     assert watch.problems == []

@@ -109,41 +109,26 @@ class SqlHistory:
 
     def requested(self, key: str) -> list[Version]:
         """`Store.requested` for both SQL-backed stores."""
-        try:
-            rows = self.conn.execute(
-                f"SELECT {VERSION_COLUMNS} FROM versions WHERE ns = ? AND request = ? ORDER BY version",
-                (self.namespace, key),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, "read the history") from exc
-        return [version_of_row(r) for r in rows]
+        return self._versions("WHERE ns = ? AND request = ? ORDER BY version", (self.namespace, key))
 
     def touching(self, key: str, before: int | None) -> list[Version]:
         limit = before if before is not None else 1 << 62
-        try:
-            rows = self.conn.execute(
-                f"SELECT {VERSION_COLUMNS} FROM versions WHERE ns = ? AND path = ? AND version < ? "
-                f"UNION SELECT {VERSION_COLUMNS} FROM versions WHERE ns = ? AND old_path = ? AND version < ? "
-                "ORDER BY version",
-                (self.namespace, key, limit, self.namespace, key, limit),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, "read the history") from exc
-        return [version_of_row(r) for r in rows]
+        return self._versions(
+            f"WHERE ns = ? AND path = ? AND version < ? UNION SELECT {VERSION_COLUMNS} FROM versions "
+            "WHERE ns = ? AND old_path = ? AND version < ? ORDER BY version",
+            (self.namespace, key, limit, self.namespace, key, limit),
+        )
 
     def log(self, since: int) -> Iterator[Version]:
         last = since
-        while True:
-            try:
-                rows = self.conn.execute(
-                    f"SELECT {VERSION_COLUMNS} FROM versions WHERE ns = ? AND version > ? ORDER BY version LIMIT 500",
-                    (self.namespace, last),
-                ).fetchall()
-            except sqlite3.Error as exc:
-                raise translate(exc, "read the history") from exc
-            if not rows:
-                return
-            for row in rows:
-                item = version_of_row(row)
-                last = item.version
-                yield item
+        while rows := self._versions("WHERE ns = ? AND version > ? ORDER BY version LIMIT 500", (self.namespace, last)):
+            yield from rows
+            last = rows[-1].version
+
+    def _versions(self, where: str, args: tuple[object, ...]) -> list[Version]:
+        """The versions ``SELECT ... FROM versions {where}`` finds (errors said as reading the history)."""
+        try:
+            rows = self.conn.execute(f"SELECT {VERSION_COLUMNS} FROM versions {where}", args).fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, "read the history") from exc
+        return [version_of_row(r) for r in rows]
