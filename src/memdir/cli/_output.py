@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 # cursor, erase lines, set the window title or the clipboard), DEL, C1 controls, and the bidirectional controls that
 # reorder a line as shown ("Trojan Source"). Memory holds what a model wrote, and a model can be led to write
 # anything: a held write shown for review must read on screen as it will be stored.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_CELL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ACTED_ON = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # DEL, C1, bidirectional controls
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_ACTED_ON}]")  # and C0 but tab and newline
+_UNSAFE_CELL = re.compile(f"[\x00-\x1f{_ACTED_ON}]")  # and every C0 control
 
 
 def shown(text: str, *, cell: bool = False) -> str:
