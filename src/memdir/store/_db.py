@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CorruptStoreError, StorageError, StorageFullError, storage_error_from_os
+from . import _checkpoint
 from ._sqltypes import AuxCursor, Dialect
 
 if TYPE_CHECKING:
@@ -138,6 +139,8 @@ def connect(
     if mode and str(mode[0]).lower() not in ("wal", "memory"):
         raise StorageError("could not open the store: the database does not support write-ahead logging")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # The log is checkpointed beside the writes (`memdir.store._checkpoint`); a COMMIT does it only if those lag.
+    conn.execute(f"PRAGMA wal_autocheckpoint = {_checkpoint.FOREGROUND_PAGES}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
@@ -244,6 +247,8 @@ class SqlDatabase:
                 self._quiet.notify_all()
         self._local = threading.local()
         self._shared = None
+        if self._writer_key is not None:
+            _checkpoint.wait_idle(self._writer_key)  # no connection of ours outlives the database's
 
     def ensure(self, migrations: Migrations) -> None:
         """Apply a feature's migrations once per process (a read-only database is taken as it is)."""
@@ -398,15 +403,20 @@ class _Session:
                 raise translate(exc, self._doing) from exc
             return
         if exc is None:
-            try:
-                self._conn.execute("COMMIT")
-                return
-            except sqlite3.Error as failed:
-                self._rollback()
-                raise translate(failed, self._doing) from failed
+            self._commit()
+            return
         self._rollback()
         if isinstance(exc, sqlite3.Error):
             raise translate(exc, self._doing) from exc
+
+    def _commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as failed:
+            self._rollback()
+            raise translate(failed, self._doing) from failed
+        if self._begin == "BEGIN IMMEDIATE" and self._db._writer_key is not None:
+            _checkpoint.committed(self._db._writer_key)  # a write: the log grew
 
     def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):

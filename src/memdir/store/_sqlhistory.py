@@ -5,11 +5,13 @@ changes these read."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from typing import TYPE_CHECKING
 
 from ..errors import ConflictError
 from ..paths import MemoryPath
+from . import _checkpoint
 from ._base import prunable_versions
 from ._chain import ChainReport, history_report, record_pruned
 from ._db import translate
@@ -47,6 +49,7 @@ class SqlHistory:
     if TYPE_CHECKING:  # the index's own
         namespace: str
         conn: sqlite3.Connection
+        _writer_key: str | None
 
         def transaction(self, doing: str) -> _Session: ...
         def reading(self, doing: str) -> _Session: ...
@@ -101,9 +104,11 @@ class SqlHistory:
     def _truncate_wal(self) -> None:
         """Copy the WAL into the database and empty it: frames written before the redaction may still hold the
         bytes. Best effort: a reader holding an old snapshot keeps the checkpoint from finishing (it waits for
-        the busy timeout), and the WAL is then rewritten from its start by later writes."""
+        the busy timeout), and the WAL is then rewritten from its start by later writes. A background checkpoint
+        would make SQLite refuse this one outright: none runs meanwhile (`_checkpoint.held`)."""
         try:
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            with _checkpoint.held(self._writer_key) if self._writer_key else contextlib.nullcontext():
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as exc:
             raise translate(exc, "redact content") from exc
 
