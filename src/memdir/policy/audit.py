@@ -210,7 +210,7 @@ class AuditLog:
 
     # Rows a flush writes at most: each flush is a transaction of its own, which the commands of a busy process
     # share the write lock (and the GIL) with. 1,024 rather than 256 made the memory tool on SQLite ~4% faster
-    # (docs/benchmarks.md); a command that meets a flush of 1,024 waits ~10 ms. Below ~1,000 entries a second
+    # (docs/benchmarks.md); a command that meets a flush of 1,024 waits ~12 ms. Below ~1,000 entries a second
     # `max_delay` comes first, and it bounds what a crash can lose.
     max_records = 1024
     max_delay = 1.0  # seconds
