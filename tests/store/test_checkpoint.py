@@ -101,7 +101,7 @@ def test_a_forked_child_does_not_wait_for_the_parents_checkpoint(tmp_path: Path)
     store = SQLiteStore(db)
     store.write("/memories/a.md", b"before the fork")
     key = os.path.realpath(db)
-    entry = _checkpoint._file(key)
+    entry = _checkpoint._FILES[key]
     with entry.idle:
         entry.busy = True  # a checkpoint of the parent's in flight at the fork: no thread of the child's
     try:

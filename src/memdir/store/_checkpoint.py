@@ -22,11 +22,12 @@ connection of its own:
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
 import urllib.parse
 from typing import TYPE_CHECKING
+
+from ._perfile import PerFile
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,22 +53,13 @@ class _File:
         self.idle = threading.Condition(threading.Lock())
 
 
-_FILES: dict[str, _File] = {}
-_FILES_LOCK = threading.Lock()
-
-
-def _file(path: str) -> _File:
-    entry = _FILES.get(path)
-    if entry is None:
-        with _FILES_LOCK:
-            entry = _FILES.setdefault(path, _File(path))
-    return entry
+_FILES = PerFile(_File)  # a forked child starts afresh: a checkpoint the parent ran is no thread of the child's
 
 
 def committed(path: str) -> None:
     """A write transaction on the database file ``path`` (its real path) committed: every `EVERY`th starts a
     checkpoint, unless one is running."""
-    entry = _file(path)
+    entry = _FILES[path]
     entry.commits += 1  # under the GIL; a count lost to a race only moves the next checkpoint by one commit
     if entry.commits < EVERY:
         return
@@ -108,7 +100,7 @@ def wait_idle(path: str) -> None:
 @contextlib.contextmanager
 def held(path: str) -> Iterator[None]:
     """No background checkpoint of ``path`` runs inside the block (one in flight is waited for first)."""
-    entry = _file(path)
+    entry = _FILES[path]
     with entry.idle:
         entry.held += 1
         entry.idle.wait_for(lambda: not entry.busy, timeout=_IDLE_WAIT)
@@ -117,14 +109,3 @@ def held(path: str) -> Iterator[None]:
     finally:
         with entry.idle:
             entry.held -= 1
-
-
-def _forget() -> None:
-    """(A forked child.) A checkpoint running in the parent is no thread of the child's: start afresh."""
-    global _FILES_LOCK
-    _FILES_LOCK = threading.Lock()
-    _FILES.clear()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_forget)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import CorruptStoreError, StorageError, StorageFullError, storage_error_from_os
 from . import _checkpoint
+from ._perfile import PerFile
 from ._sqltypes import AuxCursor, Dialect
 
 if TYPE_CHECKING:
@@ -330,20 +331,9 @@ class SqlDatabase:
 
 
 _WRITE_WAIT = 30.0  # seconds a write waits for this process's other writers (SQLite's busy timeout)
-_WRITERS: dict[str, threading.RLock] = {}
-_WRITERS_LOCK = threading.Lock()
-
-
-def _forget_writers() -> None:
-    """(A forked child.) The parent's other threads are not in the child, so a lock one of them held would never
-    be let go: the child's writers take new locks (`_writers_of` looks its lock up per transaction)."""
-    global _WRITERS_LOCK
-    _WRITERS_LOCK = threading.Lock()
-    _WRITERS.clear()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_forget_writers)
+# The child of a fork takes new locks: the parent's other threads are not in the child, so a lock one of them
+# held would never be let go (`_writers_of` looks its lock up per transaction).
+_WRITERS = PerFile(lambda _: threading.RLock())
 
 
 def _writers_of(key: str | None) -> threading.RLock | None:
@@ -355,11 +345,7 @@ def _writers_of(key: str | None) -> threading.RLock | None:
     lock."""
     if key is None:
         return None  # in memory: `_serial` already runs one statement group at a time
-    lock = _WRITERS.get(key)
-    if lock is None:
-        with _WRITERS_LOCK:
-            lock = _WRITERS.setdefault(key, threading.RLock())
-    return lock
+    return _WRITERS[key]
 
 
 class _Session:
