@@ -1,6 +1,7 @@
 """Secret detection on a labelled corpus: recall per kind, false positives per family, texts per second.
 
     python benchmarks/bench_secrets.py [--seed N] [--per-cell 2] [--per-family 80] [--no-peer] [--show-misses N]
+    python benchmarks/bench_secrets.py --disguised   # credentials in disguise: the rules alone vs the policy
 
 The corpus (`memdir.policy._corpus`) is built fresh from ``--seed``: every credential kind (cloud providers, source
 hosts, chat and mail, payment, package registries, AI providers, private keys, JWTs, DSNs and basic-auth URLs,
@@ -15,28 +16,88 @@ remove); a look-alike counts as a false positive when anything is found in it. d
 ``pip install detect-secrets`` or ``pip install -e '.[bench]'``; a benchmark peer, not a dependency) runs on the
 same texts in file mode (each text a file named for its context, all plugins and filters) and in line mode
 (``scan_line`` on each line); one of its findings counts when its secret overlaps the planted one.
+
+``--disguised`` writes a third of each credential's letters and digits one way a reader still sees through
+(percent-encoded, an HTML character reference, a ``\\u`` escape, a look-alike character, a zero-width space after
+it; one way per row, seeded) and the look-alikes' letters as look-alike characters, and compares the rules alone
+(`find_secrets`) with the write policy (`memdir.scan`), which reads text through its disguises: a credential
+counts as caught when, its spans redacted, it can no longer be read with the disguises undone.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memdir import scan
-from memdir.policy._corpus import build
+from memdir import WritePolicy, scan
+from memdir.policy._chartable import CHARS
+from memdir.policy._corpus import Planted, build
+from memdir.policy._disguise import undisguised
 from memdir.policy.secrets import find_secrets
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
-    from memdir.policy._corpus import Planted
 
 _SUFFIX = {"dotenv": ".env", "json": ".json", "yaml": ".yaml", "python": ".py", "javascript": ".js",
            "shell-export": ".sh", "markdown": ".md", "markdown-table": ".md"}  # fmt: skip
+
+
+_LOOKALIKES: dict[str, list[str]] = {}
+for _code, _plain in CHARS.items():
+    if _plain is not None and len(_plain) == 1 and _plain.isalnum() and not 0xE0000 <= _code <= 0xE007F:
+        _LOOKALIKES.setdefault(_plain, []).append(chr(_code))
+_DISGUISES: dict[str, Callable[[str, random.Random], str]] = {
+    "percent": lambda c, _: f"%{ord(c):02X}",
+    "html": lambda c, _: f"&#{ord(c)};",
+    "escape": lambda c, _: f"\\u{ord(c):04x}",
+    "look-alike": lambda c, rng: rng.choice(_LOOKALIKES.get(c, [c])),
+    "invisible": lambda c, _: c + "\u200b",
+}
+
+
+def _disguise(text: str, how: str, rng: random.Random, share: float = 1 / 3) -> str:
+    return "".join(_DISGUISES[how](c, rng) if c.isalnum() and rng.random() < share else c for c in text)
+
+
+def _readable(saved: str, secret: str) -> bool:
+    """Whether ``secret`` can still be read in ``saved`` once its disguises are undone."""
+    view = undisguised(saved)
+    return secret in (saved if view is None else view.text)
+
+
+def _redacted(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + "[REDACTED]" + text[end:]
+    return text
+
+
+def report_disguised(planted: list[Planted], negatives: list[tuple[str, str]], seed: int) -> None:
+    rng = random.Random(seed)
+    rows: dict[str, list[tuple[Planted, str]]] = {how: [] for how in _DISGUISES}
+    for item in planted:
+        how = rng.choice(list(_DISGUISES))
+        start, end = item.span
+        text = item.text[:start] + _disguise(item.secret, how, rng) + item.text[end:]
+        rows[how].append((Planted(item.kind, item.context, text, item.secret), item.secret))
+    print("| disguise | credentials | the rules alone (find_secrets) | the policy (memdir.scan) |\n|---|---|---|---|")
+    for how, items in rows.items():
+        alone = sum(
+            not _readable(_redacted(p.text, ((m.start, m.end) for m in find_secrets(p.text))), secret)
+            for p, secret in items
+        )
+        policy = sum(not _readable(WritePolicy().screen(p.text).text, secret) for p, secret in items)
+        print(f"| {how} | {len(items)} | {_pct(alone, len(items))} | {_pct(policy, len(items))} |")
+    shown = [_disguise(text, "look-alike", rng) for _, text in negatives]
+    alone_fp = sum(bool(find_secrets(t)) for t in shown)
+    policy_fp = sum(any(f.kind == "secret" for f in scan(t)) for t in shown)
+    print(f"\nlook-alikes in look-alike letters: false positives {_pct(alone_fp, len(shown))} (rules alone), "
+          f"{_pct(policy_fp, len(shown))} (policy)")  # fmt: skip
 
 
 def memdir_found(item: Planted) -> tuple[bool, str]:
@@ -112,9 +173,13 @@ def main() -> None:
     parser.add_argument("--per-family", type=int, default=80)
     parser.add_argument("--no-peer", action="store_true", help="Do not run detect-secrets even if installed.")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N", help="Print N misses and false positives.")
+    parser.add_argument("--disguised", action="store_true", help="Credentials in disguise: rules alone vs the policy.")
     args = parser.parse_args()
 
     planted, negatives = build(args.seed, args.per_cell, args.per_family)
+    if args.disguised:
+        report_disguised(planted, negatives, args.seed)
+        return
     texts = [p.text for p in planted] + [t for _, t in negatives]
     kinds, contexts, families = ({p.kind for p in planted}, {p.context for p in planted}, {f for f, _ in negatives})
     print(f"corpus: {len(planted)} planted credentials ({len(kinds)} kinds x {len(contexts)} contexts), "

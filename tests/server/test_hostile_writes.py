@@ -177,3 +177,16 @@ def test_a_secret_in_a_rejections_reason_is_redacted(
     assert rejected.json()["reason"] == "it also leaked [REDACTED:aws-access-key]"
     http.get("/v1/audit")
     assert secret.encode() not in on_disk(tmp_path)
+
+
+# -- a secret in disguise ----------------------------------------------------------------------------------------
+
+
+def test_a_percent_encoded_token_put_over_http_is_redacted_on_disk(http: httpx.Client, tmp_path: Path) -> None:
+    """The file route passes the same gate as the tool, and the gate reads through escapes: the token, decoded or
+    not, reaches no byte on disk."""
+    token = "ghp_" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(36))
+    text = f"deploy with {token.replace('_', '%5F')} (rotate monthly)\n"
+    assert http.put("/v1/files/memories/deploy.md", content=text.encode()).status_code == 200
+    assert http.get("/v1/files/memories/deploy.md").text == "deploy with [REDACTED:github-token] (rotate monthly)\n"
+    assert token[4:].encode() not in on_disk(tmp_path)

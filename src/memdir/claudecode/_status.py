@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._format import human_size, split_lines
 from ..automemory import INDEX_MAX_BYTES, INDEX_MAX_LINES, cut_index, read_frontmatter
-from ..policy.secrets import find_secrets
+from ..policy import WritePolicy
 from ._discover import discover
 from ._locate import Claude, Location
 from ._stores import store_id
@@ -121,12 +121,15 @@ def _look(location: Location) -> DirectoryStatus:
             continue
         if relative == INDEX:
             found.index = _index_load(text)
-        # The write policy's secret rules (memdir.policy.secrets), the ones that redact a secret written through
-        # memdir: what they would have caught, Claude Code wrote in unscreened.
-        found.secrets += [Problem(relative, text.count("\n", 0, m.start) + 1, m.rule) for m in find_secrets(text)]
+        # The write policy's secret rules (memdir.policy.secrets, disguises seen through), the ones that redact a
+        # secret written through memdir: what they would have caught, Claude Code wrote in unscreened.
+        found.secrets += [Problem(relative, f.line, f.rule) for f in _SECRETS.secrets_in(text)]
         if relative.endswith(".md") and relative != INDEX:
             found.frontmatter += _frontmatter(relative, text)
     return found
+
+
+_SECRETS = WritePolicy()
 
 
 def _files(directory: str) -> Iterator[tuple[str, str, os.stat_result]]:

@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._disguise import View, undisguised
 from .findings import Action, Finding, check_action, strongest
 from .injection import find_injections
-from .secrets import find_secrets
+from .secrets import SecretMatch, find_secrets
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -34,6 +35,7 @@ __all__ = ["Screened", "WritePolicy", "redact", "scan"]
 
 UNTRUSTED_PREFIX = "untrusted"
 CONTEXT_LINES = 3  # lines on each side of an edit screened with it (injections, secrets within a line)
+DISGUISED = " (disguised)"  # ends the detail of a finding read through a disguise (`memdir.policy._disguise`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,25 +59,47 @@ class WritePolicy:
 
     def findings(self, text: str, *, untrusted: bool = False, around: tuple[int, int] | None = None) -> list[Finding]:
         """Every finding in ``text``, with the action this policy takes on it. ``around`` (start, end): look only
-        in the lines it touches and `CONTEXT_LINES` lines on each side (PEM keys: in the whole text)."""
+        in the lines it touches and `CONTEXT_LINES` lines on each side (PEM keys: in the whole text).
+
+        The text is also read with its disguises undone (escapes decoded, look-alike and invisible characters read
+        as they look: `memdir.policy._disguise`); what only that reading finds is a finding of the span it was
+        read from, its detail ending in `DISGUISED`."""
         injection = self.untrusted_injection if untrusted and self.untrusted_injection else self.injection
         lo, hi = (0, len(text)) if around is None else _context(text, *around)
-        found = [
-            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start), m.reach)
-            for m in find_secrets(text, None if around is None else (lo, hi))
-        ] + [
+        found = [self._secret(text, m) for m in find_secrets(text, None if around is None else (lo, hi))] + [
             Finding("injection", m.rule, (lo + m.start, lo + m.end), m.detail, injection, _line(text, lo + m.start))
             for m in find_injections(text[lo:hi])
         ]
+        view = undisguised(text[lo:hi])
+        if view is not None:
+            found += _unseen(found, self._seen_through(text, view, lo, injection))
         return sorted(found, key=lambda f: f.span)
 
     def secrets_in(self, text: str) -> list[Finding]:
         """The secrets in ``text`` alone (no injection reading), with this policy's action: for names and labels,
-        which hold no instruction but are stored everywhere."""
-        return [
-            Finding("secret", m.rule, (m.start, m.end), m.detail, self.secrets, _line(text, m.start), m.reach)
-            for m in find_secrets(text)
-        ]
+        which hold no instruction but are stored everywhere. Disguises are seen through, as in `findings`."""
+        found = [self._secret(text, m) for m in find_secrets(text)]
+        view = undisguised(text)
+        if view is not None:
+            found += _unseen(found, [f for f in self._seen_through(text, view, 0, "allow") if f.kind == "secret"])
+        return sorted(found, key=lambda f: f.span)
+
+    def _secret(self, text: str, m: SecretMatch, detail: str = "") -> Finding:
+        span, line = (m.start, m.end), _line(text, m.start)
+        return Finding("secret", m.rule, span, m.detail + detail, self.secrets, line, m.reach)
+
+    def _seen_through(self, text: str, view: View, offset: int, injection: Action) -> list[Finding]:
+        """The findings in ``view`` (of ``text[offset:...]``), each given the span of ``text`` it was read from."""
+        found = []
+        for m in find_secrets(view.text):
+            (start, end), (reach_start, reach_end) = view.span(m.start, m.end), view.span(*m.reach)
+            at = SecretMatch(m.rule, offset + start, offset + end, m.detail, (offset + reach_start, offset + reach_end))
+            found.append(self._secret(text, at, DISGUISED))
+        for i in find_injections(view.text):
+            start, end = view.span(i.start, i.end)
+            span = (offset + start, offset + end)
+            found.append(Finding("injection", i.rule, span, i.detail + DISGUISED, injection, _line(text, span[0])))
+        return found
 
     def screen(self, text: str, region: tuple[int, int] | None = None, *, untrusted: bool = False) -> Screened:
         """Screen the part ``region`` (start, end) of ``text`` a command changed (all of it by default).
@@ -158,6 +182,22 @@ def scan(text: str, policy: WritePolicy | None = None, *, untrusted: bool = Fals
     """Every secret and injected instruction in ``text``, with the action ``policy`` (default: the defaults,
     secrets redacted, injections warned about) would take. Usable on its own: ``memdir.scan(text)``."""
     return (policy or WritePolicy()).findings(text, untrusted=untrusted)
+
+
+def _unseen(plain: list[Finding], seen: list[Finding]) -> list[Finding]:
+    """The findings of ``seen`` that reading the text as it is missed: no secret in ``plain`` covers them (a key
+    word's value cut short at an escape is found whole in the view, and redacted whole: overlapping spans merge),
+    nor does an injection of the same rule overlap them (a zero-width space found as hidden text does not stand for
+    the instruction it hid)."""
+    return [f for f in seen if not any(_same(p, f) for p in plain)]
+
+
+def _same(plain: Finding, seen: Finding) -> bool:
+    if plain.kind != seen.kind:
+        return False
+    if seen.kind == "secret":
+        return plain.span[0] <= seen.span[0] and seen.span[1] <= plain.span[1]
+    return plain.rule == seen.rule and plain.span[0] < seen.span[1] and seen.span[0] < plain.span[1]
 
 
 def _line(text: str, offset: int) -> int:
