@@ -76,6 +76,24 @@ class View:
             return at, at
         return self._starts[start], self._ends[end - 1]
 
+    def reach(self, start: int, end: int) -> tuple[int, int]:
+        """`span`, widened over what lies unseen at its edges: the characters dropped next to it, and an escape the
+        characters beside it were read from (but for that escape's far end). An edit of the source that touches
+        this span touches the view's ``start:end``: an edit can change half an escape (``&`` | ``#x64;``), or the
+        zero-width space between a secret and what completes it."""
+        lo, hi = self.span(start, end)
+        if start > 0:
+            before_start, before_end = self._starts[start - 1], self._ends[start - 1]
+            lo = min(lo, before_start + 1 if before_end - before_start > 1 else before_end)
+        else:
+            lo = 0
+        if end < len(self._starts):
+            after_start, after_end = self._starts[end], self._ends[end]
+            hi = max(hi, after_end - 1 if after_end - after_start > 1 else after_start)
+        else:
+            hi = len(self.source)
+        return lo, hi
+
     def _index(self) -> None:
         """Each view character's source span, worked out only when a finding needs one (a character at a time)."""
         for start, end, text, decoded in self.pieces:

@@ -89,16 +89,18 @@ class WritePolicy:
         return Finding("secret", m.rule, span, m.detail + detail, self.secrets, line, m.reach)
 
     def _seen_through(self, text: str, view: View, offset: int, injection: Action) -> list[Finding]:
-        """The findings in ``view`` (of ``text[offset:...]``), each given the span of ``text`` it was read from."""
+        """The findings in ``view`` (of ``text[offset:...]``), each given the span of ``text`` it was read from, and
+        as its reach what an edit must touch for it to count (`View.reach`)."""
         found = []
         for m in find_secrets(view.text):
-            (start, end), (reach_start, reach_end) = view.span(m.start, m.end), view.span(*m.reach)
+            (start, end), (reach_start, reach_end) = view.span(m.start, m.end), view.reach(*m.reach)
             at = SecretMatch(m.rule, offset + start, offset + end, m.detail, (offset + reach_start, offset + reach_end))
             found.append(self._secret(text, at, DISGUISED))
         for i in find_injections(view.text):
-            start, end = view.span(i.start, i.end)
-            span = (offset + start, offset + end)
-            found.append(Finding("injection", i.rule, span, i.detail + DISGUISED, injection, _line(text, span[0])))
+            (start, end), (reach_start, reach_end) = view.span(i.start, i.end), view.reach(i.start, i.end)
+            span, reach = (offset + start, offset + end), (offset + reach_start, offset + reach_end)
+            line = _line(text, span[0])
+            found.append(Finding("injection", i.rule, span, i.detail + DISGUISED, injection, line, reach))
         return found
 
     def screen(self, text: str, region: tuple[int, int] | None = None, *, untrusted: bool = False) -> Screened:
