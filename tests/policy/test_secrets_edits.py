@@ -46,6 +46,8 @@ def _found(seed: int, shape: str) -> tuple[str, str]:
     secret_text, secret = _draw(seed, shape)
     assume(find_secrets(secret_text))
     return secret_text, secret
+
+
 # Text around a planted secret: words and the separators a secret is glued to in URLs and identifiers. It never
 # puts a letter or digit right against the secret (that would make it another token, not this one).
 _FILLER = st.lists(st.sampled_from(["note", "the", "vault", "id", "main", " ", "\n", "/", "_", "-", "=", ":", "@", ".",
