@@ -7,7 +7,6 @@ redacted where it was written, a disguised instruction is flagged, and text in o
 from __future__ import annotations
 
 import random
-import string
 import unicodedata
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from memdir.policy._chartable import CHARS, UNICODE_VERSION, derive
 from memdir.policy._corpus import build
 from memdir.policy._disguise import undisguised
 from memdir.policy.pipeline import DISGUISED
+from support.planted import found
 
-_A = string.ascii_letters + string.digits
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 AWS = "AKIAQ3EGUSXR7ZPLM4NB"
 
@@ -68,28 +67,7 @@ def read(text: str) -> str:
     return text if view is None else view.text
 
 
-def _secret(seed: int, shape: str) -> tuple[str, str]:
-    rng = random.Random(seed)
-    rand = "".join(rng.choice(_A) for _ in range(40))
-    return {
-        "github": ("ghp_" + rand[:36], "ghp_" + rand[:36]),
-        "aws": ("AKIA" + rand[:16].upper(), "AKIA" + rand[:16].upper()),
-        "gitlab": ("glpat-" + rand[:20], "glpat-" + rand[:20]),
-        "api-key": ("API_KEY=" + rand[:32], rand[:32]),
-        "dsn": (f"postgres://app:{rand[:16]}@db.internal:5432/app", rand[:16]),
-        "slack": ("xoxb-" + "1234567890-" + rand[:24], "xoxb-" + "1234567890-" + rand[:24]),
-    }[shape]
-
-
 _SHAPES = ["github", "aws", "gitlab", "api-key", "dsn", "slack"]
-
-
-def _found(secret_text: str) -> bool:
-    """Whether the rules find the secret written plainly: a random value can look like a placeholder (``...your...``)
-    or a word (a key of letters alone), which they leave alone by design."""
-    return any(f.kind == "secret" for f in scan(secret_text))
-
-
 _FILLER = st.lists(st.sampled_from(["note", "the", "vault", " ", "\n", "/", "=", ":", ".", "https://", "100%", "&",
                                     "café", "메모", "メモ", "→"]), max_size=6).map("".join)  # fmt: skip
 
@@ -163,8 +141,7 @@ def test_the_table_is_the_unicode_data_it_was_generated_from() -> None:
 def test_a_disguised_secret_is_never_saved_readable(
     shape: str, seed: int, before: str, after: str, hows: list[str]
 ) -> None:
-    secret_text, secret = _secret(seed, shape)
-    assume(_found(secret_text))
+    secret_text, secret = found(seed, shape)
     text = _planted(before, disguised(secret_text, seed, hows), after)
     assume(secret in read(text))  # the disguise is one a reader sees through
     saved = WritePolicy().screen(text).text
@@ -181,8 +158,7 @@ def test_the_tool_never_saves_a_disguised_secret_an_edit_completes(
     shape: str, seed: int, cut: float, hows: list[str]
 ) -> None:
     """The head of a disguised secret is written first (no secret yet), the tail completes it by ``str_replace``."""
-    secret_text, secret = _secret(seed, shape)
-    assume(_found(secret_text))
+    secret_text, secret = found(seed, shape)
     text = disguised(secret_text, seed, hows)
     assume(secret in read(text))
     at = max(1, int(cut * len(text)))

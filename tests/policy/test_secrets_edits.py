@@ -18,34 +18,12 @@ from hypothesis import strategies as st
 from memdir import MemoryTool, WritePolicy, open_store
 from memdir.policy.pipeline import CONTEXT_LINES
 from memdir.policy.secrets import find_secrets
+from support.planted import draw, found
 
 _A = string.ascii_letters + string.digits
 
 
-def _draw(seed: int, shape: str) -> tuple[str, str]:
-    """(text to plant, the secret part of it), fresh from ``seed``."""
-    rng = random.Random(seed)
-    rand = "".join(rng.choice(_A) for _ in range(40))
-    return {
-        "github": ("ghp_" + rand[:36], "ghp_" + rand[:36]),
-        "aws": ("AKIA" + rand[:16].upper(), "AKIA" + rand[:16].upper()),
-        "gitlab": ("glpat-" + rand[:20], "glpat-" + rand[:20]),
-        "api-key": ("API_KEY=" + rand[:32], rand[:32]),
-        "password": (f"password = Tr0ub{rand[:6]}!", f"Tr0ub{rand[:6]}!"),
-        "dsn": (f"postgres://app:{rand[:16]}@db.internal:5432/app", rand[:16]),
-        "aws-secret": (f"aws_secret_access_key = {rand[:20]}+/{rand[20:38]}", f"{rand[:20]}+/{rand[20:38]}"),
-    }[shape]
-
-
 _SHAPES = ["github", "aws", "gitlab", "api-key", "password", "dsn", "aws-secret"]
-
-
-def _found(seed: int, shape: str) -> tuple[str, str]:
-    """`_draw`, for a test that needs the rules to find the secret written plainly: a random value can look like a
-    placeholder (``...your...``) or a word (a key of letters alone), which they leave alone by design."""
-    secret_text, secret = _draw(seed, shape)
-    assume(find_secrets(secret_text))
-    return secret_text, secret
 
 
 # Text around a planted secret: words and the separators a secret is glued to in URLs and identifiers. It never
@@ -81,7 +59,7 @@ def test_an_edit_that_completes_a_secret_never_leaves_it_raw(
 ) -> None:
     """The final text holds the secret; the text before the edit held ``stand_in`` in place of a random slice of
     it (the secret incomplete, or split). First screened whole (a create), then edited back into place."""
-    secret_text, secret = _found(seed, shape)
+    secret_text, secret = found(seed, shape)
     final = _planted(before, secret_text, after)
     start = final.index(secret_text)
     lo, hi = sorted(start + int(c * len(secret_text)) for c in cut)
@@ -99,7 +77,7 @@ def test_an_edit_that_completes_a_secret_never_leaves_it_raw(
 def test_redaction_is_idempotent(text: str, shape: str, seed: int, at: float) -> None:
     """Screening redacted text again finds no secret and changes nothing."""
     cut = int(at * len(text))
-    planted = _planted(text[:cut], _draw(seed, shape)[0], text[cut:])
+    planted = _planted(text[:cut], draw(seed, shape)[0], text[cut:])
     once = WritePolicy().screen(planted)
     twice = WritePolicy().screen(once.text)
     assert twice.text == once.text
@@ -184,7 +162,7 @@ def test_a_key_word_outside_the_edit_still_counts(tool: MemoryTool) -> None:
 def test_the_tool_never_saves_a_secret_split_across_an_insert_or_replace(
     shape: str, seed: int, cut: float, lines: list[str]
 ) -> None:
-    secret_text, secret = _found(seed, shape)
+    secret_text, secret = found(seed, shape)
     at = max(1, int(cut * len(secret_text)))
     head, tail = secret_text[:at], secret_text[at:]
     tool = MemoryTool(open_store("memory:"), policy=WritePolicy())
@@ -210,7 +188,7 @@ def _pem_key(rng: random.Random) -> tuple[str, str]:
 def test_a_planted_label_reads_as_blank_and_hides_no_secret(shape: str, seed: int, at: float, label: str) -> None:
     """A redaction label in the text is never read as a secret (redaction is idempotent), but one the writer put
     there is no cover either: wherever it stands, what blanks of its length would not hide stays found."""
-    secret_text, secret = _pem_key(random.Random(seed)) if shape == "pem" else _draw(seed, shape)
+    secret_text, secret = _pem_key(random.Random(seed)) if shape == "pem" else draw(seed, shape)
     cut = int(at * len(secret_text))
     start = secret_text.index(secret)
     assume(not start < cut < start + len(secret))  # outside the secret's own characters (inside, it is split)

@@ -152,12 +152,7 @@ def write_temp(directory: DirHandle, data: bytes, *, fsync: bool = True) -> str:
     fd, named = _new_file(directory, temp)
     try:
         try:
-            os.fchmod(fd, FILE_MODE)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
+            _fill(fd, data, fsync=fsync)
             if not named:
                 named = _name(fd, directory, temp, data, fsync=fsync)
         finally:
@@ -206,12 +201,7 @@ def _name(fd: int, directory: DirHandle, temp: str, data: bytes, *, fsync: bool)
     _unnamed["on"] = False
     named, _ = _new_file(directory, temp)
     try:
-        os.fchmod(named, FILE_MODE)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(named, view) :]
-        if fsync:
-            os.fsync(named)
+        _fill(named, data, fsync=fsync)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=directory.fd)
@@ -219,6 +209,16 @@ def _name(fd: int, directory: DirHandle, temp: str, data: bytes, *, fsync: bool)
     finally:
         os.close(named)
     return True
+
+
+def _fill(fd: int, data: bytes, *, fsync: bool) -> None:
+    """Write all of ``data`` to the new file ``fd``, made ``0600`` whatever the umask, and (``fsync``) to the disk."""
+    os.fchmod(fd, FILE_MODE)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if fsync:
+        os.fsync(fd)
 
 
 def install(directory: DirHandle, temp: str, name: str) -> FileStat:
