@@ -122,3 +122,19 @@ def test_a_failed_fsync_leaves_nothing_behind(
     with pytest.raises(StorageError):
         _fs.write_temp(directory, b"note\n")
     assert os.listdir(directory.fd) == []
+
+
+@pytest.mark.skipif(not UNNAMED, reason="needs O_TMPFILE and /proc (Linux)")
+def test_a_directory_removed_meanwhile_fails_that_write_only(
+    tmp_path: Path, directory: _fs.DirHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOENT from a removed directory is this write's failure, not a sign the file system lacks unnamed files."""
+    (tmp_path / "gone").mkdir()
+    gone = _fs.DirHandle(os.open(tmp_path / "gone", os.O_RDONLY | os.O_DIRECTORY))
+    os.rmdir(tmp_path / "gone")
+    with pytest.raises(StorageError):
+        _fs.write_temp(gone, b"note\n")
+    gone.close()
+    seen = names_at_fsync(monkeypatch, directory)
+    _fs.write_temp(directory, b"note\n")
+    assert seen == [[]]  # still written unnamed

@@ -168,7 +168,10 @@ def write_temp(directory: DirHandle, data: bytes, *, fsync: bool = True) -> str:
 # Whether this process names files written unnamed (`O_TMPFILE`, linked through /proc): turned off for good the
 # first time the kernel, the file system or a missing /proc says no, and the named way is taken instead.
 _unnamed = {"on": hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")}
-_NOT_HERE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.EXDEV, errno.EPERM, errno.EACCES}
+# What says "not here" rather than "this write failed": a file system without O_TMPFILE (EOPNOTSUPP; EISDIR from
+# a kernel that predates it and reads it as O_DIRECTORY); a /proc that will not link (a locked-down container).
+_NO_UNNAMED = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL}
+_NO_LINK = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOENT, errno.EXDEV, errno.EPERM, errno.EACCES}
 
 
 def _new_file(directory: DirHandle, temp: str) -> tuple[int, bool]:
@@ -178,9 +181,9 @@ def _new_file(directory: DirHandle, temp: str) -> tuple[int, bool]:
             flags = os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC
             return os.open(".", flags, FILE_MODE, dir_fd=directory.fd), False
         except OSError as exc:
-            if exc.errno not in _NOT_HERE:
+            if exc.errno not in _NO_UNNAMED:
                 raise storage_error_from_os(exc, "write a file") from exc
-            _unnamed["on"] = False  # (EISDIR: a kernel that predates O_TMPFILE reads it as O_DIRECTORY)
+            _unnamed["on"] = False
     try:
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
         return os.open(temp, flags, FILE_MODE, dir_fd=directory.fd), True
@@ -196,7 +199,7 @@ def _name(fd: int, directory: DirHandle, temp: str, data: bytes, *, fsync: bool)
         os.link(f"/proc/self/fd/{fd}", temp, dst_dir_fd=directory.fd, follow_symlinks=True)
         return True
     except OSError as exc:
-        if exc.errno not in _NOT_HERE:
+        if exc.errno not in _NO_LINK:
             raise
     _unnamed["on"] = False
     named, _ = _new_file(directory, temp)
