@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir import scan
-from memdir.policy._chartable import CHARS
+from memdir.policy._corpus import disguise
 from memdir.policy.injection import find_injections
 
 if TYPE_CHECKING:
@@ -83,16 +83,11 @@ def load(path: Path, limit: int | None = None) -> list[Row]:
     return rows[:limit] if limit else rows
 
 
-_LOOKALIKES: dict[str, list[str]] = {}
-for _code, _plain in CHARS.items():
-    if _plain is not None and len(_plain) == 1 and _plain.isalpha() and not 0xE0000 <= _code <= 0xE007F:
-        _LOOKALIKES.setdefault(_plain, []).append(chr(_code))
-
-
 def disguised(row: Row, share: float = 1 / 3) -> Row:
     """``row`` with about ``share`` of its letters swapped for look-alikes, the same ones on every run."""
     rng = random.Random(row.id)
-    text = "".join(rng.choice(_LOOKALIKES[c]) if c in _LOOKALIKES and rng.random() < share else c for c in row.text)
+    swapped = (disguise(c, "look-alike", rng) if c.isalpha() and rng.random() < share else c for c in row.text)
+    text = "".join(swapped)
     return Row(row.id, text, row.label, row.source)
 
 

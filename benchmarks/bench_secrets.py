@@ -18,7 +18,7 @@ same texts in file mode (each text a file named for its context, all plugins and
 (``scan_line`` on each line); one of its findings counts when its secret overlaps the planted one.
 
 ``--disguised`` writes a third of each credential's letters and digits one way a reader still sees through
-(percent-encoded, an HTML character reference, a ``\\u`` escape, a look-alike character, a zero-width space after
+(percent-encoded, an HTML character reference, a ``\\u`` escape, a look-alike character, an invisible character after
 it; one way per row, seeded) and the look-alikes' letters as look-alike characters, and compares the rules alone
 (`find_secrets`) with the write policy (`memdir.scan`), which reads text through its disguises: a credential
 counts as caught when, its spans redacted, it can no longer be read with the disguises undone.
@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir import WritePolicy, scan
-from memdir.policy._chartable import CHARS
-from memdir.policy._corpus import Planted, build
+from memdir.policy._corpus import Planted, build, disguise
 from memdir.policy._disguise import undisguised
 from memdir.policy.secrets import find_secrets
 
@@ -48,21 +47,13 @@ _SUFFIX = {"dotenv": ".env", "json": ".json", "yaml": ".yaml", "python": ".py", 
            "shell-export": ".sh", "markdown": ".md", "markdown-table": ".md"}  # fmt: skip
 
 
-_LOOKALIKES: dict[str, list[str]] = {}
-for _code, _plain in CHARS.items():
-    if _plain is not None and len(_plain) == 1 and _plain.isalnum() and not 0xE0000 <= _code <= 0xE007F:
-        _LOOKALIKES.setdefault(_plain, []).append(chr(_code))
-_DISGUISES: dict[str, Callable[[str, random.Random], str]] = {
-    "percent": lambda c, _: f"%{ord(c):02X}",
-    "html": lambda c, _: f"&#{ord(c)};",
-    "escape": lambda c, _: f"\\u{ord(c):04x}",
-    "look-alike": lambda c, rng: rng.choice(_LOOKALIKES.get(c, [c])),
-    "invisible": lambda c, _: c + "\u200b",
-}
+# The five ways a row is written (`memdir.policy._corpus.disguise`), by the name the table gives them.
+_DISGUISES = {"percent": "percent", "html": "decimal", "escape": "escape", "look-alike": "look-alike",
+              "invisible": "invisible"}  # fmt: skip
 
 
 def _disguise(text: str, how: str, rng: random.Random, share: float = 1 / 3) -> str:
-    return "".join(_DISGUISES[how](c, rng) if c.isalnum() and rng.random() < share else c for c in text)
+    return "".join(disguise(c, _DISGUISES[how], rng) if c.isalnum() and rng.random() < share else c for c in text)
 
 
 def _readable(saved: str, secret: str) -> bool:

@@ -1,8 +1,9 @@
-"""The text shapes the model reads: human sizes and numbered lines (SPEC.md "view")."""
+"""The text shapes the model reads: human sizes and numbered lines (SPEC.md "view"); and whether a string is text
+at all (`is_text`)."""
 
 from __future__ import annotations
 
-__all__ = ["human_size", "number_lines", "split_lines"]
+__all__ = ["human_size", "is_text", "number_lines", "split_lines"]
 
 _UNITS = ("K", "M", "G", "T")
 LINE_NUMBER_WIDTH = 6
@@ -34,3 +35,15 @@ def split_lines(text: str) -> list[str]:
 def number_lines(lines: list[str], first: int) -> list[str]:
     """``{n:>6}\\t{line}`` for each line, numbered from ``first``."""
     return [f"{n:>{LINE_NUMBER_WIDTH}}\t{line}" for n, line in enumerate(lines, start=first)]
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8: JSON's ``"\\ud800"`` and an invalid byte in a command-line argument
+    decode to an unpaired surrogate, which no file, database or answer can hold."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

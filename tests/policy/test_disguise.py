@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from memdir import MemoryTool, WritePolicy, open_store, scan
 from memdir.policy._chartable import CHARS, UNICODE_VERSION, derive
-from memdir.policy._corpus import build
+from memdir.policy._corpus import DISGUISES, build, disguise
 from memdir.policy._disguise import undisguised
 from memdir.policy.pipeline import DISGUISED
 from support.planted import found
@@ -26,39 +26,13 @@ AWS = "AKIAQ3EGUSXR7ZPLM4NB"
 
 # -- the disguises --------------------------------------------------------------------------------------------------
 
-_LOOKALIKES: dict[str, list[str]] = {}
-for _code, _plain in CHARS.items():
-    if _plain is not None and len(_plain) == 1 and not 0xE0000 <= _code <= 0xE007F:
-        _LOOKALIKES.setdefault(_plain, []).append(chr(_code))
-
-
-def _disguise(char: str, how: str, rng: random.Random) -> str:
-    """``char`` written one way a model still reads as ``char``."""
-    code = ord(char)
-    if how == "percent":
-        return f"%{code:02X}"
-    if how == "decimal":
-        return f"&#{code};"
-    if how == "hex":
-        return f"&#x{code:x};"
-    if how == "escape":
-        return f"\\u{code:04x}"
-    if how == "tag":
-        return chr(0xE0000 + code)
-    if how == "lookalike" and char in _LOOKALIKES:
-        return rng.choice(_LOOKALIKES[char])
-    if how == "invisible":
-        return char + rng.choice(["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff", "\u202c"])
-    return char
-
-
-_HOWS = ["plain", "percent", "decimal", "hex", "escape", "lookalike", "invisible", "tag"]
+_HOWS = list(DISGUISES)
 
 
 def disguised(text: str, seed: int, hows: list[str]) -> str:
     """``text`` with each character disguised one of ``hows`` ways, at random."""
     rng = random.Random(seed)
-    return "".join(_disguise(char, rng.choice(hows), rng) for char in text)
+    return "".join(disguise(char, rng.choice(hows), rng) for char in text)
 
 
 def read(text: str) -> str:
@@ -219,7 +193,7 @@ _STEERING = [
 
 @given(
     which=st.integers(0, len(_STEERING) - 1), seed=st.integers(0, 10**6),
-    hows=st.lists(st.sampled_from(["plain", "percent", "decimal", "escape", "lookalike", "invisible"]), min_size=2,
+    hows=st.lists(st.sampled_from(["plain", "percent", "decimal", "escape", "look-alike", "invisible"]), min_size=2,
                   max_size=4, unique=True),
 )  # fmt: skip
 @settings(max_examples=300, deadline=None)

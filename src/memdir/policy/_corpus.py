@@ -2,9 +2,10 @@
 files hold them, and the look-alikes memory files are full of. Every value is drawn fresh from a seeded random
 generator in the issuer's documented shape: never a real key.
 
-The planted credentials are here, the look-alikes in `memdir.policy._lookalikes`. Used by the tests (a small
-corpus, asserting floors on recall and false positives) and by ``benchmarks/bench_secrets.py`` (the full one, side
-by side with detect-secrets). Not imported by memdir itself.
+The planted credentials are here, the look-alikes in `memdir.policy._lookalikes`; and `disguise`, which writes a
+character one of the ways `memdir.policy._disguise` reads through. Used by the tests (a small corpus, asserting
+floors on recall and false positives) and by ``benchmarks/bench_secrets.py`` (the full one, side by side with
+detect-secrets). Not imported by memdir itself.
 """
 
 from __future__ import annotations
@@ -16,12 +17,25 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ._chartable import CHARS
 from ._lookalikes import NEGATIVES, negatives
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["CONTEXTS", "KINDS", "NEGATIVES", "Kind", "Planted", "build", "negatives", "planted"]
+__all__ = [
+    "CONTEXTS",
+    "DISGUISES",
+    "KINDS",
+    "LOOKALIKES",
+    "NEGATIVES",
+    "Kind",
+    "Planted",
+    "build",
+    "disguise",
+    "negatives",
+    "planted",
+]
 
 _ALNUM = string.ascii_letters + string.digits
 _B64URL = _ALNUM + "-_"
@@ -322,3 +336,41 @@ def build(seed: int = 18, per_cell: int = 2, per_family: int = 80) -> tuple[list
     """The corpus: ``per_cell`` credentials per kind and context, ``per_family`` negatives per family."""
     rng = random.Random(seed)
     return planted(rng, per_cell), negatives(rng, per_family)
+
+
+# -- disguises ------------------------------------------------------------------------------------------------------
+
+DISGUISES = ("plain", "percent", "decimal", "hex", "escape", "look-alike", "invisible", "tag")
+_INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff", "\u202c")
+
+
+# The characters a reader takes for each ASCII character (tag characters aside: they are a disguise of their own).
+def _lookalikes() -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    for code, plain in CHARS.items():
+        if plain is not None and len(plain) == 1 and not 0xE0000 <= code <= 0xE007F:
+            found[plain] = (*found.get(plain, ()), chr(code))
+    return found
+
+
+LOOKALIKES = _lookalikes()
+
+
+def disguise(char: str, how: str, rng: random.Random) -> str:
+    """``char`` written ``how`` (one of `DISGUISES`), as a reader still reads it: ``%5F``, ``&#95;``, ``&#x5f;``,
+    ``\\u005f``, a look-alike (the full-width low line), followed by an invisible character, or as a tag character."""
+    code = ord(char)
+    written = {
+        "percent": f"%{code:02X}",
+        "decimal": f"&#{code};",
+        "hex": f"&#x{code:x};",
+        "escape": f"\\u{code:04x}",
+        "tag": chr(0xE0000 + code),
+    }.get(how)
+    if written is not None:
+        return written
+    if how == "look-alike" and char in LOOKALIKES:
+        return rng.choice(LOOKALIKES[char])
+    if how == "invisible":
+        return char + rng.choice(_INVISIBLE)
+    return char

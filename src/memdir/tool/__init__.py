@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, assert_never
 
 import anyio.to_thread
 
-from .._format import split_lines
+from .._format import is_text, split_lines
 from .._gc import paused
 from ..automemory import AutoMemory, AutoMemoryConfig, load_auto_memory
 from ..errors import (
@@ -449,14 +449,11 @@ def _unsendable(command: object) -> str | None:
     if not isinstance(command, Mapping):
         return None
     for name, value in command.items():
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return (
-                    f"Error: Parameter `{name}` is not valid UTF-8 text (it contains an unpaired surrogate). "
-                    "Nothing was written."
-                )
+        if isinstance(value, str) and not is_text(value):
+            return (
+                f"Error: Parameter `{name}` is not valid UTF-8 text (it contains an unpaired surrogate). "
+                "Nothing was written."
+            )
     return None
 
 

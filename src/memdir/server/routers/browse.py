@@ -12,6 +12,7 @@ import functools
 import mimetypes
 from typing import TYPE_CHECKING, Any
 
+from ..._format import is_text
 from ..._wire import iso_time
 from ...errors import NotAFileError, NotFoundError
 from ...store._records import MISSING, Expect
@@ -161,7 +162,7 @@ def _edit_body(body: dict[str, Any]) -> tuple[str, Expect]:
     content = body.get("content")
     if not isinstance(content, str):
         raise ApiError("invalid_request", "'content' must be the file's new text (a string)")
-    if not content.isascii() and not _encodable(content):  # JSON's "\ud800" decodes to no UTF-8 text
+    if not is_text(content):
         raise ApiError("invalid_request", "'content' is not valid UTF-8 text (it contains an unpaired surrogate)")
     if "expected_version" not in body:
         raise ApiError(
@@ -300,11 +301,3 @@ ENDPOINTS = (
         errors=_FILE_ERRORS,
     ),
 )
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

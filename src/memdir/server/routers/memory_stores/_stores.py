@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...._format import is_text
 from ....memstores import InvalidRequestError, Memories, StoreChanges, decode_page, encode_page, store_json
 from ..._errors import json_response
 from ._common import api_caller, blocking, created_bounds, flag, limit, origin, owned, registry
@@ -93,10 +94,8 @@ def _key(store: GatedStore, key: Any) -> Any:
     one and a value be lost, and a key is answered on every read."""
     if not isinstance(key, str):
         return key
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError as exc:  # else redacting it would change it, and it would read as a secret
-        raise InvalidRequestError("metadata: a key is not valid UTF-8 text (it holds an unpaired surrogate)") from exc
+    if not is_text(key):  # else redacting it would change it, and it would read as a secret
+        raise InvalidRequestError("metadata: a key is not valid UTF-8 text (it holds an unpaired surrogate)")
     if store.redacted(key) != key:
         raise InvalidRequestError("metadata: a key holds a secret; name it otherwise (values may hold one: redacted)")
     return key
