@@ -19,7 +19,8 @@ same texts in file mode (each text a file named for its context, all plugins and
 
 ``--disguised`` writes a third of each credential's letters and digits one way a reader still sees through
 (percent-encoded, an HTML character reference, a ``\\u`` escape, a look-alike character, an invisible character after
-it; one way per row, seeded) and the look-alikes' letters as look-alike characters, and compares the rules alone
+it), or each credential whole as base64 or hex; one way per row, seeded; and the look-alikes' letters as
+look-alike characters, and compares the rules alone
 (`find_secrets`) with the write policy (`memdir.scan`), which reads text through its disguises: a credential
 counts as caught when, its spans redacted, it can no longer be read with the disguises undone.
 """
@@ -27,6 +28,7 @@ counts as caught when, its spans redacted, it can no longer be read with the dis
 from __future__ import annotations
 
 import argparse
+import base64
 import random
 import tempfile
 import time
@@ -47,12 +49,16 @@ _SUFFIX = {"dotenv": ".env", "json": ".json", "yaml": ".yaml", "python": ".py", 
            "shell-export": ".sh", "markdown": ".md", "markdown-table": ".md"}  # fmt: skip
 
 
-# The five ways a row is written (`memdir.policy._corpus.disguise`), by the name the table gives them.
+# The ways a row is written: a third of its characters one way (`memdir.policy._corpus.disguise`), by the name the
+# table gives them; or the whole credential encoded.
 _DISGUISES = {"percent": "percent", "html": "decimal", "escape": "escape", "look-alike": "look-alike",
-              "invisible": "invisible"}  # fmt: skip
+              "invisible": "invisible", "base64": "", "hex": ""}  # fmt: skip
+_ENCODINGS = {"base64": lambda data: base64.b64encode(data).decode(), "hex": bytes.hex}
 
 
 def _disguise(text: str, how: str, rng: random.Random, share: float = 1 / 3) -> str:
+    if how in _ENCODINGS:
+        return _ENCODINGS[how](text.encode())
     return "".join(disguise(c, _DISGUISES[how], rng) if c.isalnum() and rng.random() < share else c for c in text)
 
 

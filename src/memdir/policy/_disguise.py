@@ -12,7 +12,13 @@ written for the plain form, so the write policy also reads the text as a `View`,
   like an ASCII one (from Unicode's confusables data), Unicode tag characters as the ASCII they encode (the
   "ASCII smuggling" of hidden instructions); the table is `memdir.policy._chartable`;
 - **invisible characters dropped**: format characters (zero-width spaces and joiners, soft hyphens, bidi
-  controls) and variation selectors.
+  controls), variation selectors, Unicode's other default-ignorable code points (Hangul fillers, the combining
+  grapheme joiner) and ASCII's control characters but white space (the NULs of UTF-16 text read as UTF-8);
+- **encoded runs read**: a run of 16 or more base64 (standard or URL-safe, padded or not, at any of the four
+  alignments) or hex characters that decodes to readable text is read as that text. A model decodes
+  ``Z2hwX2...`` at sight, so a token or an instruction stored that way is one step from working. Runs that decode
+  to bytes (hashes, keys, images, identifiers) are read as they are: random bytes are text by chance about once in
+  a hundred thousand runs of twelve.
 
 A `View` keeps, for each of its characters, the span of the original text it came from, so a finding in the view
 is a finding of the original's span (what a redaction replaces). Text with nothing to undo (the common case: ASCII
@@ -21,17 +27,30 @@ without an escape, or any text without a mappable character) costs one or two ex
 
 from __future__ import annotations
 
+import binascii
 import re
+import string
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ._chartable import CHARS as _CHARS
+from ._chartable import CHARS
+
+# ASCII's control characters other than white space are dropped too: nothing shows them, and text that is
+# UTF-16 read as UTF-8 (valid, when it is ASCII) has a NUL after every letter: ``g\0h\0p\0_``.
+_CONTROLS = [*range(0x09), *range(0x0E, 0x20), 0x7F]
+_CHARS: dict[int, str | None] = {**dict.fromkeys(_CONTROLS), **CHARS}
+_CONTROL = re.compile("[\\x00-\\x08\\x0e-\\x1f\\x7f]")
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["View", "undisguised"]
 
 _ESCAPE = re.compile(
     r"(?:%[0-9A-Fa-f]{2})+"  # a run: a multi-byte UTF-8 character is several
     r"|&#[0-9]{1,7};?|&#[xX][0-9A-Fa-f]{1,6};?|&[A-Za-z][A-Za-z0-9]{1,31};"
+    r"|\\u[dD][89abAB][0-9A-Fa-f]{2}\\u[dD][c-fC-F][0-9A-Fa-f]{2}"  # a surrogate pair: one character
     r"|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}|\\x[0-9A-Fa-f]{2}"
 )
 
@@ -104,14 +123,28 @@ class View:
                 self._ends.extend([hi] * len(mapped))
 
 
+# Encoded runs (base64, hex): at least `_RUN` characters of the alphabets, standing alone (not the tail of a longer
+# word of other characters). Found in two steps: the bytes translated to a mark per alphabet character and searched
+# for `_RUN` marks in a row (~1 us a kilobyte), and only a text holding such a run searched with the expression
+# (~13 us a kilobyte of prose, where every word is a failed start).
+_RUN = 16
+_RUN_ALPHABET = frozenset((string.ascii_letters + string.digits + "+/_-").encode())
+_RUN_MARKS = bytes(0x61 if byte in _RUN_ALPHABET else 0x20 for byte in range(256))
+_ENCODED = re.compile(rf"[A-Za-z0-9+/_-]{{{_RUN},}}={{0,2}}")
+_HEX_DIGITS = frozenset(string.hexdigits)
+
+
 def undisguised(text: str) -> View | None:
     """``text`` with its disguises undone, or None when it has none (see the module docstring)."""
     # The expression's search costs ~30 us a kilobyte, the substring tests well under one: most texts hold no "%",
     # "&" or backslash at all.
     escapes = ("%" in text or "&" in text or "\\" in text) and _ESCAPE.search(text) is not None
-    if not escapes and (text.isascii() or not _maps(text)):
+    runs = b"a" * _RUN in text.encode("utf-8", "surrogatepass").translate(_RUN_MARKS)
+    if not escapes and not runs and ((text.isascii() and _CONTROL.search(text) is None) or not _maps(text)):
         return None
     pieces = _decoded(text) if escapes else ((0, len(text), text, False),)
+    if runs:
+        pieces = tuple(part for piece in pieces for part in _runs_read(piece))
     view = "".join(piece for _, _, piece, _ in pieces).translate(_CHARS)
     return View(view, text, pieces) if view != text else None
 
@@ -149,5 +182,107 @@ def _escape(escape: str, start: int) -> list[tuple[int, int, str, bool]]:
         import html  # its table of entities costs ~2 ms to import: only for a text that holds one
 
         return [(start, end, html.unescape(escape), True)]
+    if len(escape) == 12:  # a surrogate pair, as JSON writes a character beyond U+FFFF: "\\ud83d\\ude00"
+        high, low = int(escape[2:6], 16), int(escape[8:], 16)
+        return [(start, end, chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)), True)]
     code = int(escape[2:], 16)
-    return [(start, end, chr(code) if code <= sys.maxunicode else escape, True)]
+    # A lone surrogate (or a code beyond Unicode) is no character: it is read as written, never put in the view,
+    # which is text every rule (and the UTF-8 its matchers take) must be able to read.
+    readable = code <= sys.maxunicode and not 0xD800 <= code <= 0xDFFF
+    return [(start, end, chr(code) if readable else escape, True)]
+
+
+def _runs_read(piece: tuple[int, int, str, bool]) -> list[tuple[int, int, str, bool]]:
+    """A piece of the source as it is, with its encoded runs read as the text they decode to (`_encoded`)."""
+    start, _end, text, decoded = piece
+    if decoded:
+        return [piece]
+    parts: list[tuple[int, int, str, bool]] = []
+    cursor = 0
+    for match in _ENCODED.finditer(text):
+        read = _encoded(match.group(), start + match.start())
+        if read is None:
+            continue
+        if match.start() > cursor:
+            parts.append((start + cursor, start + match.start(), text[cursor : match.start()], False))
+        parts.extend(read)
+        cursor = match.end()
+        if cursor < len(text) and text[cursor].isalnum():  # after "==": the text goes on apart from the run's
+            parts.append((start + cursor, start + cursor, " ", True))
+    if not parts:
+        return [piece]
+    if cursor < len(text):
+        parts.append((start + cursor, start + len(text), text[cursor:], False))
+    return parts
+
+
+def _encoded(run: str, start: int) -> list[tuple[int, int, str, bool]] | None:
+    """The pieces ``run`` (at ``start`` in the source) is read as when it is hex or base64 of readable text: each
+    ASCII character from the two hex digits or the four base64 characters that hold it. None: not readable text."""
+    body = run.rstrip("=")
+    if _HEX_DIGITS.issuperset(body):  # hashes, ids: read as hex, or not at all (base64 of text is not all hex)
+        data = bytes.fromhex(body) if len(body) % 2 == 0 and body == run else b"\x00"
+        return _bytes_pieces(data, start, len(run), lambda i: (2 * i, 2 * i + 2)) if _readable(data) else None
+    if "-" in body or "_" in body:  # the URL-safe alphabet
+        body = body.translate(_URL_SAFE)
+    for skip in _alignments(body):  # a run may begin with a letter or three that are not part of the encoding
+        tail = body[skip:]
+        if len(tail) < _RUN or len(tail) % 4 == 1:
+            continue
+        try:
+            data = binascii.a2b_base64(tail + "=" * (-len(tail) % 4), strict_mode=True)
+        except binascii.Error:
+            continue
+        if _readable(data):
+            pieces = _bytes_pieces(data, start + skip, len(run) - skip, lambda i: (i // 3 * 4, i // 3 * 4 + 4))
+            # The letters skipped are read apart from what follows: "x" + the encoding of "ghp_..." reads as a token.
+            apart = [(start, start + skip, run[:skip], False), (start + skip, start + skip, " ", True)]
+            return (apart if skip else []) + pieces
+    return None
+
+
+_URL_SAFE = str.maketrans("-_", "+/")
+# The base64 characters worth less than 32: the first of each four encodes the top bit of a byte there, which ASCII
+# text never sets.
+_LOW = frozenset(string.ascii_uppercase + "abcdef")
+
+
+def _alignments(body: str) -> list[int]:
+    """Where in ``body`` a base64 encoding of ASCII text can start (each fourth character from there worth less
+    than 32, `_LOW`), else the start only (where other UTF-8 text is decoded): one decode a run, not four."""
+    possible = [skip for skip in range(4) if _LOW.issuperset(body[skip::4])]
+    return possible or [0]
+
+
+_UNPRINTABLE = re.compile(rb"[^\t\n\r\x20-\x7e]")
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _readable(data: bytes) -> bool:
+    """Whether decoded bytes are text a person could read: UTF-8 with no control character but line breaks and tabs."""
+    if data.isascii():  # the common case, and the cheap test: most runs that are no text fail it at once
+        return _UNPRINTABLE.search(data) is None
+    if _CONTROL_BYTES.search(data) is not None:  # random bytes hold one nine times in ten: no decode, no exception
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+
+
+def _bytes_pieces(
+    data: bytes, start: int, length: int, source: Callable[[int], tuple[int, int]]
+) -> list[tuple[int, int, str, bool]]:
+    """One piece per byte of ASCII ``data`` (spans from ``source``, clipped to the run); one for the whole run when
+    it holds other characters (its bytes do not map to characters one by one)."""
+    end = start + length
+    if not data.isascii():
+        return [(start, end, data.decode("utf-8"), True)]
+    pieces = []
+    for i, byte in enumerate(data):
+        lo, hi = source(i)
+        pieces.append((start + lo, min(end, start + hi), chr(byte), True))
+    last_start, _, char, _ = pieces[-1]
+    pieces[-1] = (last_start, end, char, True)  # the padding belongs to the last character's span
+    return pieces

@@ -40,12 +40,26 @@ class HintSearch:
 
     def found(self, text: str) -> set[str]:
         """The hints ``text`` holds (overlapping ones too: "assistant" and "sys" in "system assistant")."""
-        return set(self._automaton.find_matches_as_strings(text, overlapping=True))
+        try:
+            return set(self._automaton.find_matches_as_strings(text, overlapping=True))
+        except UnicodeEncodeError:
+            return self.found(_encodable(text))
 
     def occurrences(self, text: str) -> list[tuple[str, int, int]]:
         """Every occurrence of every hint in ``text``: (hint, start, end)."""
-        hints, matches = self.hints, self._automaton.find_matches_as_indexes(text, overlapping=True)
+        try:
+            matches = self._automaton.find_matches_as_indexes(text, overlapping=True)
+        except UnicodeEncodeError:
+            return self.occurrences(_encodable(text))
+        hints = self.hints
         return [(hints[i], start, end) for i, start, end in matches]
+
+
+def _encodable(text: str) -> str:
+    """``text`` with each lone surrogate (which the automaton, taking UTF-8, cannot read) as U+FFFD: one character
+    for one, so every offset stays where it was. Only a caller of `memdir.scan` can hand one in: the doors refuse
+    text that is not valid UTF-8."""
+    return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
 
 
 class Gated(Generic[K]):
