@@ -262,6 +262,22 @@ def test_migrate_store(tmp_path: Path) -> None:
         assert version.actor == "user" and store.read("/memories/a.md").content.count(b"[REDACTED:github-token]") == 1
 
 
+def test_migrate_store_of_a_session_label_holding_a_secret(tmp_path: Path) -> None:
+    """The label is redacted on the way, and the copy is still recognised as one: verified, and run again it has
+    nothing left to copy (it used to stop with "history does not match", and then could not resume)."""
+    src, dst = f"sqlite://{tmp_path / 'src.db'}", str(tmp_path / "dst")
+    secret = aws_key()
+    with open_store(src) as store:
+        store.write("/memories/a.md", b"plain\n", origin=Origin("user", f"deploy {secret}", None))
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["migrate-store", src, dst])
+        assert result.exit_code == 0, result.output
+    assert_nowhere(tmp_path / "dst", secret)
+    with open_store(dst) as store:
+        (version,) = list(store.log())
+        assert version.session == "deploy [REDACTED:aws-access-key]"
+
+
 # -- review approval ------------------------------------------------------------------------------------------
 
 

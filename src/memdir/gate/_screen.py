@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 
 from ..errors import BlockedError
 from ..policy.findings import strongest
-from ..policy.pipeline import Screened, redact
+from ..policy.pipeline import Screened, WritePolicy, redact
 from ._receipt import _ACTIVE
 
 if TYPE_CHECKING:
     from ..paths import MemoryPath
     from ..policy.findings import Finding
-    from ..policy.pipeline import WritePolicy
 
 __all__ = [
     "blocked",
@@ -42,6 +41,7 @@ __all__ = [
 # A change whose differing middle spans more lines than this is split into the runs of lines that differ (a
 # note's `modified:` stamp at the top and an edit further down are two changes, not one span between them).
 _SPLIT_LINES = 8
+_REDACTING = WritePolicy()  # what a held write's text is kept as: secrets redacted, whatever the namespace's policy
 
 
 def changed_spans(old: str | None, new: str) -> list[tuple[int, int]]:
@@ -119,7 +119,9 @@ def screen(policy: WritePolicy, text: str, spans: list[tuple[int, int]], *, untr
 def held_text(screened: Screened) -> str:
     """What the quarantine keeps of a held write: its text with every secret redacted, whatever action the policy
     takes on secrets (a held write waits in a database too: a secret must not wait there in full)."""
-    secrets = [f for f in screened.findings if f.kind == "secret" and f.action in ("quarantine", "block")]
+    # Looked for again in the text as screened (redacted where the policy redacts): a policy that only warns of
+    # secrets, or allows them, leaves them in it, and its findings (if any) lie in the text before redaction.
+    secrets = _REDACTING.secrets_in(screened.text)
     return redact(screened.text, secrets)[0] if secrets else screened.text
 
 
@@ -213,7 +215,7 @@ def refuse_secret_name(policy: WritePolicy, target: MemoryPath) -> None:
 def blocked(target: MemoryPath, findings: list[Finding], *, binary: bool = False) -> BlockedError:
     """The error refusing a write for what the policy found in it."""
     reasons = describe(findings)
-    extra = " (the content is not text, so it cannot be redacted)" if binary else ""
+    extra = " (the content is not UTF-8 text, so it cannot be redacted or held for review)" if binary else ""
     return BlockedError(
         f"the write to {target.virtual} was refused by the memory policy: {reasons}{extra}",
         reasons=reasons + extra,
