@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError
-from .store import url_scheme
+from .store import check_url, url_scheme
 from .store._migrations import registered
 
 if TYPE_CHECKING:
@@ -101,16 +101,22 @@ def _sets_for(database: _Database) -> list[Migrations]:
 
 
 def _databases(url: str, *, create: bool) -> list[_Database]:
+    check_url(url)  # `sqlite:` alone names no file: an error, not a store with everything pending
     scheme = url_scheme(url)
     if scheme in ("postgresql", "postgres"):
         return [_postgres(url)]
     if scheme == "sqlite":
         path = Path(url.split(":", 1)[1].removeprefix("//")).expanduser()
+        if path.is_dir():
+            raise ConfigError(f"{url} is a directory, not a SQLite database file")
         return [_sqlite(path, store_set=True, feature_sets=True, create=create)]
     if scheme is None or scheme == "file":
         from .store.directory import AUX_NAME, INDEX_NAME, SIDECAR
 
-        base = Path(url.split(":", 1)[1].removeprefix("//") if scheme == "file" else url).expanduser() / SIDECAR
+        folder = Path(url.split(":", 1)[1].removeprefix("//") if scheme == "file" else url).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{url} is a file, not a directory store")
+        base = folder / SIDECAR
         return [
             _sqlite(base / INDEX_NAME, store_set=True, feature_sets=False, create=create),
             _sqlite(base / AUX_NAME, store_set=False, feature_sets=True, create=create),

@@ -210,6 +210,17 @@ def test_an_api_error_becomes_one_provider_error(anthropic_server: FakeAnthropic
     )
 
 
+def test_an_api_error_without_a_type_reads_without_a_gap(
+    anthropic_server: FakeAnthropicServer, make_agent: MakeAgent
+) -> None:
+    """A proxy or gateway in front of the API answers in its own shape, with no error type."""
+    body = {"error": {"message": "no such endpoint: POST /v1/messages"}}
+    anthropic_server.script({"status": 404, "headers": {"x-should-retry": "false"}, "body": body})
+    with pytest.raises(ProviderError) as caught:
+        make_agent().run("Hi")
+    assert str(caught.value) == "the Anthropic API answered 404: no such endpoint: POST /v1/messages"
+
+
 def test_the_sdk_retries_overloaded_errors(anthropic_server: FakeAnthropicServer, store: Any) -> None:
     anthropic_server.script(error_reply(529, "overloaded"), error_reply(429, "slow down"), text_reply("Made it."))
     client = anthropic.Anthropic(api_key="k", base_url=anthropic_server.url, max_retries=2)

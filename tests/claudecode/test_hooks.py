@@ -121,6 +121,19 @@ def test_a_file_memdir_cannot_merge_into_is_left_alone(fake: FakeHome, text: str
     assert [p.name for p in fake.claude.iterdir()] == ["settings.json"]  # no backup either
 
 
+@pytest.mark.parametrize("text", ["{not json", "[]"])
+def test_uninstall_leaves_a_file_that_is_not_a_json_object_alone(fake: FakeHome, text: str) -> None:
+    path = fake.claude / "settings.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match="nothing was changed"):
+        uninstall_hooks(Claude.here())
+    result = CliRunner().invoke(cli, ["claude-code", "uninstall"])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith(f"Error: {path} ") and result.stderr.endswith("nothing was changed\n")
+    assert "internal error" not in result.stderr and result.stderr.count("\n") == 1
+    assert path.read_text(encoding="utf-8") == text
+
+
 def test_a_one_line_file_stays_on_one_line(fake: FakeHome) -> None:
     path = fake.claude / "settings.json"
     path.write_text('{"model":"opus"}', encoding="utf-8")

@@ -121,6 +121,13 @@ def test_progress_is_reported_per_version(tmp_path: Path) -> None:
     assert seen == [(n, 11) for n in range(1, 12)]
 
 
+def test_import_names_a_missing_archive_as_given_and_creates_no_store(run: Run, tmp_path: Path) -> None:
+    missing = str(tmp_path / "x" / "nonexistent.zip")
+    result = run("import", missing, store=str(tmp_path / "store"))
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: no archive at {missing}\n")
+    assert not (tmp_path / "store").exists()
+
+
 def test_import_needs_an_empty_namespace(tmp_path: Path) -> None:
     with open_store("memory:") as store:
         store.write("/memories/a.md", b"a")

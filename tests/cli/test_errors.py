@@ -47,6 +47,10 @@ def assert_one_line_error(result: Result, message: str) -> None:
             f"invalid version 'two': {NUMBERS}",
         ),
         (["restore", "/memories/notes.md", "9"], "/memories/notes.md has no version 9"),
+        # A negative number is a version someone meant, not an unknown option.
+        (["restore", "/memories/notes.md", "-5"], f"invalid version '-5': {NUMBERS}"),
+        (["diff", "/memories/notes.md", "-1"], f"invalid version '-1': {NUMBERS}"),
+        (["diff", "/memories/notes.md", "1", "-2"], f"invalid version '-2': {NUMBERS}"),
     ],
 )
 def test_bad_paths_missing_files_and_bad_versions(
@@ -124,11 +128,94 @@ def test_the_log_is_not_created_when_nothing_goes_wrong(run: Run, sqlite_url: st
     assert not (_isolated_home / "memdir.log").exists()
 
 
-def test_a_missing_argument_is_a_usage_error(run: Run, sqlite_url: str) -> None:
-    result = run("cat", store=sqlite_url)
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["cat"], "Error: Missing argument 'PATH' (see 'memdir cat --help')"),
+        (["ls", "--bogus"], "Error: No such option '--bogus' (see 'memdir ls --help')"),
+        (["bogus"], "Error: No such command 'bogus' (see 'memdir --help')"),
+        (["--bogus", "ls"], "Error: No such option '--bogus' (see 'memdir --help')"),
+        (
+            ["review", "approve", "x"],
+            "Error: Invalid value for 'ID': 'x' is not a valid integer (see 'memdir review approve --help')",
+        ),
+        (
+            ["cat", "/memories/a.md", "extra\x1b[2J"],
+            "Error: Got unexpected extra argument (extra\\x1b[2J) (see 'memdir cat --help')",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line_with_exit_2(run: Run, sqlite_url: str, args: list[str], line: str) -> None:
+    """Not click's four lines (usage, hint, blank, error): one, naming where the help is."""
+    result = run(*args, store=sqlite_url)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", line + "\n")
+
+
+@pytest.mark.parametrize("group", ["token", "claude-code"])
+def test_a_group_without_its_command_prints_its_help_as_memdir_alone_does(run: Run, group: str) -> None:
+    result = run(group)
     assert result.exit_code == 2
-    assert "Missing argument 'PATH'" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr == run(group, "--help").stdout  # the help as it is, lines and all: no escaped "\n"
+    assert result.stderr.startswith(f"Usage: memdir {group} [OPTIONS] COMMAND [ARGS]...\n\n")
+    alone = run()
+    assert (alone.exit_code, alone.stderr) == (2, run("--help").stdout)
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://127.0.0.1:abc", "Port could not be cast to integer value as 'abc'"),
+        ("http://[::1", "Invalid IPv6 URL"),
+    ],
+)
+def test_a_server_url_that_does_not_parse(run: Run, monkeypatch: pytest.MonkeyPatch, url: str, why: str) -> None:
+    monkeypatch.setenv("MEMDIR_TOKEN", "x")
+    assert_one_line_error(run("ls", store=url), f"not a valid URL ({why}): use http://host:port or https://host")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ls"], ["where"], ["write", "/memories/a.md"], ["token", "list"], ["migrate", "--list"], ["config"]],
+    ids=lambda a: a[0],
+)
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("", "empty store URL"),
+        ("sqlite:", "a sqlite: URL needs a file path, e.g. sqlite:///home/me/memory.db"),
+        ("file:", "a file: URL needs a directory path, e.g. file:///home/me/memory"),
+    ],
+)
+def test_a_store_url_no_backend_can_open_is_refused_by_every_command(
+    run: Run, _isolated_home: Path, args: list[str], url: str, message: str
+) -> None:
+    """Not the default store instead (an empty --store), not a URL printed as usable (`where`), not "17
+    migrations pending" for a database that has no file."""
+    assert_one_line_error(run(*args, store=url, input="x\n"), message)
+    assert_one_line_error(run(*args, "--store", url, input="x\n"), message)  # after the command, too
+    assert not (_isolated_home / "store").exists()
+
+
+def test_migrate_refuses_a_file_given_as_a_directory_store(run: Run, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    url = str(tmp_path / "notes.txt")
+    assert_one_line_error(run("migrate", "--list", store=url), f"{url} is a file, not a directory store")
+    assert_one_line_error(
+        run("migrate", "--list", store=f"sqlite://{tmp_path}"),
+        f"sqlite://{tmp_path} is a directory, not a SQLite database file",
+    )
+
+
+@pytest.mark.parametrize("actor", ["", "evil\tactor\nx", "a\x1b[2Jb", "x" * 257])
+def test_tool_refuses_an_actor_that_is_empty_or_not_one_line_of_text(
+    run: Run, sqlite_url: str, opened: Store, actor: str
+) -> None:
+    command = '{"command": "create", "path": "/memories/a.md", "file_text": "x"}'
+    result = run("tool", "--actor", actor, command, store=sqlite_url)
+    assert_one_line_error(result, "--actor must be 1 to 256 characters of text, with no control characters")
+    assert list(opened.log()) == []
+    assert run("tool", "--actor", "Ann Example", command, store=sqlite_url).exit_code == 0
+    assert opened.history("/memories/a.md")[-1].actor == "Ann Example"
 
 
 def test_cat_never_follows_a_symlink_out_of_a_directory_store(run: Run, tmp_path: Path) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,6 +83,58 @@ def test_scan_exits_2_on_what_it_cannot_read(run: Run, tmp_path: Path) -> None:
     store = run("scan", f"sqlite://{tmp_path / 'none.db'}")
     assert (store.exit_code, store.stderr) == (2, f"Error: sqlite://{tmp_path / 'none.db'}: no such store\n")
     assert not (tmp_path / "none.db").exists()
+
+
+def test_scan_reads_a_named_file_that_is_not_utf8_as_it_reads_stdin(run: Run, tmp_path: Path) -> None:
+    note = tmp_path / "latin1.txt"
+    note.write_bytes(b"caf\xe9 aws " + KEY.encode() + b"\n")
+    named = run("scan", str(note))
+    assert (named.exit_code, named.stdout) == (
+        1,
+        f"{note}:1: secret:aws-access-key (redact)  caf\ufffd aws AKIA****(20 chars)\n",
+    )
+    piped = run("scan", "-", input=note.read_bytes())
+    assert (piped.exit_code, piped.stdout) == (1, named.stdout.replace(str(note), "-"))
+    below = run("scan", str(tmp_path))  # and so below a directory: a text file is text whatever its encoding
+    assert (below.exit_code, below.stdout) == (1, named.stdout)
+
+
+def test_scan_names_what_it_cannot_read_below_a_directory_scans_the_rest_and_exits_2(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root, a mode-000 directory is readable: the refusal is made where the walk lists a directory."""
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "a.md").write_text(f"key {KEY}\n")
+    (tmp_path / "open.md").write_text(f"key {KEY}\n")
+    (tmp_path / "secret.md").write_text(f"key {KEY}\n")
+    listing, reading = os.scandir, Path.read_bytes
+
+    def scandir(path: Any) -> Any:
+        if Path(path) == tmp_path / "locked":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return listing(path)
+
+    def read_bytes(self: Path) -> bytes:
+        if self == tmp_path / "secret.md":
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return reading(self)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    result = run("scan", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stdout == f"{tmp_path / 'open.md'}:1: secret:aws-access-key (redact)  key AKIA****(20 chars)\n"
+    assert result.stderr == (
+        f"Error: {tmp_path / 'secret.md'}: Permission denied\nError: {tmp_path / 'locked'}: Permission denied\n"
+    )
+
+
+def test_scan_goes_on_after_a_path_it_cannot_read(run: Run, tmp_path: Path) -> None:
+    note = tmp_path / "note.md"
+    note.write_text(f"key {KEY}\n")
+    result = run("scan", str(tmp_path / "missing.md"), str(note))
+    assert (result.exit_code, result.stderr) == (2, f"Error: {tmp_path / 'missing.md'}: no such file or directory\n")
+    assert result.stdout == f"{note}:1: secret:aws-access-key (redact)  key AKIA****(20 chars)\n"
 
 
 def test_scan_uses_the_policy_settings(run: Run, tmp_path: Path, _isolated_home: Path) -> None:
@@ -178,6 +233,17 @@ def test_gc_is_a_dry_run_until_apply(run: Run, sqlite_url: str, opened: Store, _
     assert done.stdout == "deleted /memories/scratch/a.md\nDeleted 1 file, pruned 0 versions and 0 reviewed writes.\n"
     assert opened.stat("/memories/scratch/a.md") is None
     assert opened.history("/memories/scratch/a.md")[-1].actor == "gc"
+
+
+@pytest.mark.parametrize("args", [["gc", "--keep-versions"], ["token", "create", "-n", "ci", "--expires"]])
+def test_a_duration_too_long_to_be_a_date_is_one_clear_error(run: Run, sqlite_url: str, args: list[str]) -> None:
+    """Further back or ahead than a date can be: the error of the time computed, not a crash when it is used."""
+    open_store(sqlite_url).close()
+    result = run(*args, "99999999999999d", store=sqlite_url)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f"Error: {args[-1]} is too long: at most 36,500d (100 years), got '99999999999999d'\n"
+    assert run("token", "list", store=sqlite_url).stdout == ""  # no token made before the refusal
+    assert run(*args, "36500d", store=sqlite_url).exit_code == 0
 
 
 def test_history_shows_the_source(run: Run, sqlite_url: str, opened: Store) -> None:

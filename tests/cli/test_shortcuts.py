@@ -79,7 +79,7 @@ def test_edit_records_the_change_as_a_new_version(
     monkeypatch.setenv("EDITOR", editor(tmp_path, "open(path, 'a').write('- coffee\\n')"))
     result = run("edit", "/memories/a.md", store=sqlite_url)
     assert result.exit_code == 0, result.output
-    assert result.stdout == "File created successfully at: /memories/a.md\n"
+    assert result.stdout == "Saved /memories/a.md (version 2).\n"  # an edit, not a file created
     assert opened.read("/memories/a.md").content == b"- tea\n- coffee\n"
     assert [(v.op, v.actor) for v in opened.history("/memories/a.md")][-1] == ("write", "user")
 
@@ -94,6 +94,56 @@ def test_edit_of_a_new_path_creates_it_and_an_unchanged_text_writes_nothing(
     same = run("edit", "/memories/new.md", store=sqlite_url)
     assert (same.exit_code, same.stderr) == (0, "No changes; /memories/new.md was not written.\n")
     assert len(opened.history("/memories/new.md")) == 1
+
+
+def test_an_edit_keeps_what_the_policy_said_about_it(
+    run: Run, sqlite_url: str, opened: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened.write("/memories/a.md", b"- tea\n")
+    monkeypatch.setenv("EDITOR", editor(tmp_path, f"open(path, 'a').write('aws: {AWS_KEY}\\n')"))
+    result = run("edit", "/memories/a.md", store=sqlite_url)
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "Saved /memories/a.md (version 2).\n\nNote: 1 secret was redacted before saving ([REDACTED:aws-access-key]).\n",
+    )
+
+
+def test_edited_text_that_is_not_utf8_is_refused_in_one_line_and_kept(
+    run: Run, sqlite_url: str, opened: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened.write("/memories/a.md", b"one\n")
+    monkeypatch.setenv("EDITOR", editor(tmp_path, "open(path, 'wb').write(b'\\xff\\xfecaf\\xe9')"))
+    result = run("edit", "/memories/a.md", store=sqlite_url)
+    assert (result.exit_code, result.stdout) == (1, "")
+    message, _, kept = result.stderr.rstrip("\n").rpartition(" ")
+    assert message == "Error: the edited text is not UTF-8 (byte 0); nothing was saved to /memories/a.md. It is in"
+    assert Path(kept).read_bytes() == b"\xff\xfecaf\xe9" and oct(Path(kept).stat().st_mode)[-3:] == "600"
+    Path(kept).unlink()
+    assert [v.version for v in opened.history("/memories/a.md")] == [1]
+
+
+def test_an_editor_that_removes_its_file_saves_nothing(
+    run: Run, sqlite_url: str, opened: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened.write("/memories/a.md", b"one\n")
+    monkeypatch.setenv("EDITOR", editor(tmp_path, "import os\nos.remove(path)"))
+    result = run("edit", "/memories/a.md", store=sqlite_url)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "Error: the file being edited was removed; nothing was saved to /memories/a.md\n"
+    assert opened.read("/memories/a.md").content == b"one\n"
+
+
+def test_an_editor_that_is_not_installed_is_named_without_python_error_text(
+    run: Run, sqlite_url: str, opened: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened.write("/memories/a.md", b"one\n")
+    monkeypatch.setenv("EDITOR", str(tmp_path / "no-such-editor"))
+    result = run("edit", "/memories/a.md", store=sqlite_url)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: could not start the editor {tmp_path / 'no-such-editor'} (not found); set $VISUAL or $EDITOR to an "
+        "editor that is installed\n"
+    )
 
 
 def test_edit_refuses_to_overwrite_a_change_made_meanwhile_and_keeps_the_text(
@@ -127,6 +177,10 @@ def test_rm_and_mv(run: Run, sqlite_url: str, opened: Store) -> None:
     assert moved.stdout == "Successfully renamed /memories/a.md to /memories/archive/a.md\n"
     taken = run("mv", "/memories/dir/b.md", "/memories/archive/a.md", store=sqlite_url)
     assert (taken.exit_code, taken.stderr) == (1, "Error: The destination /memories/archive/a.md already exists\n")
+    itself = run("mv", "/memories/archive/a.md", "/memories/archive/a.md", store=sqlite_url)
+    assert (itself.exit_code, itself.stderr) == (1, "Error: The destination /memories/archive/a.md already exists\n")
+    into = run("mv", "/memories/dir", "/memories/dir", store=sqlite_url)
+    assert into.stderr == "Error: Cannot rename /memories/dir to /memories/dir: a directory cannot move into itself\n"
     directory = run("rm", "/memories/dir", store=sqlite_url)
     assert directory.exit_code == 1
     assert directory.stderr == "Error: /memories/dir is a directory: pass -r to delete it and everything below\n"

@@ -3,8 +3,11 @@ and say so once. The library underneath: ``open_store(url, create=False)`` and `
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -68,6 +71,40 @@ def test_a_directory_that_is_not_a_store_is_not_filled_with_one(run: Run, tmp_pa
     (tmp_path / "notes.txt").write_text("mine\n")  # an existing folder given by mistake (say, --store ~)
     assert run("ls", store=str(tmp_path)).exit_code == 1
     assert everything_under(tmp_path) == ["notes.txt"]
+
+
+@pytest.fixture
+def unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A directory store whose directory may not be read (mode 000 as any user but root: tests run as root, whom
+    the mode does not stop, so the refusal is made where memdir looks)."""
+    with open_store(str(tmp_path / "store")) as store:
+        store.write("/memories/a.md", b"x\n")
+    for name in ("stat", "lstat"):  # what looks inside a directory that may not be read fails
+        monkeypatch.setattr(os, name, refused_inside(tmp_path / "store", getattr(os, name)))
+    return str(tmp_path / "store")
+
+
+def refused_inside(folder: Path, real: Callable[..., os.stat_result]) -> Callable[..., os.stat_result]:
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if not isinstance(path, int) and Path(os.fsdecode(path)).parent == folder:  # (an int is an open file)
+            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(path))
+        return real(path, *args, **kwargs)
+
+    return stat
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ls"], ["tool", '{"command": "view", "path": "/memories"}'], ["doctor"], ["verify"], ["export", "{tmp}/a.zip"]],
+    ids=lambda a: a[0],
+)
+def test_a_store_that_may_not_be_read_is_not_reported_missing(
+    run: Run, tmp_path: Path, unreadable: str, args: list[str]
+) -> None:
+    result = run(*[a.replace("{tmp}", str(tmp_path)) for a in args], store=unreadable)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "Error: could not open the store: permission denied by the operating system\n"
+    assert not (tmp_path / "a.zip").exists()
 
 
 def test_writing_commands_create_the_store_and_say_so_once(run: Run, tmp_path: Path) -> None:

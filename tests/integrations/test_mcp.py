@@ -234,7 +234,7 @@ async def test_view_errors(client: Client, base: str) -> None:
     )
     assert await err(client, "memory_view", path=f"{base}/a.md", view_range=[3, 1]) == (
         "Error: Invalid `view_range` parameter: [3, 1]. It should be two integers [start, end] with "
-        f"1 <= start <= end <= 1, or [start, -1] to read to the end; {base}/a.md has 1 lines."
+        f"1 <= start <= 1 and start <= end, or [start, -1] to read to the end; {base}/a.md has 1 line."
     )
 
 

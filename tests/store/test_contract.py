@@ -186,6 +186,10 @@ def test_move_errors(store: Store) -> None:
         store.move("/memories/a.md", "/memories/b.md")
     with pytest.raises(AlreadyExistsError):
         store.move("/memories/a.md", "/memories/d")
+    with pytest.raises(AlreadyExistsError):  # onto itself: the destination is there (not a directory into itself)
+        store.move("/memories/a.md", "/memories/a.md")
+    with pytest.raises(NotFoundError):
+        store.move("/memories/none.md", "/memories/none.md")
     with pytest.raises(PathError):
         store.move("/memories/d", "/memories/d/inside")
     with pytest.raises(PathError):

@@ -242,7 +242,7 @@ class CommandMachine(RuleBasedStateMachine):
         blocker = self.blocker(dest)
         if source == "":
             self.check(command, "Error: Cannot rename the /memories directory itself", True, [])
-        elif within(dest, source) and dest != "":
+        elif within(dest, source) and dest != "" and (dest != source or self.is_dir(source)):
             expected = f"Error: Cannot rename {old} to {new}: a directory cannot move into itself"
             self.check(command, expected, True, [])
         elif not (self.is_file(source) or self.is_dir(source)):

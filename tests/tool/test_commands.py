@@ -117,7 +117,18 @@ def test_a_bad_view_range_says_the_valid_range(tool: MemoryTool, bad: object) ->
     create(tool, "/memories/n.txt", "".join(f"{i}\n" for i in range(120)))
     text = err(tool, command="view", path="/memories/n.txt", view_range=bad)
     assert text.startswith("Error: Invalid `view_range` parameter: ")
-    assert "1 <= start <= end <= 120" in text and "/memories/n.txt has 120 lines" in text
+    assert "1 <= start <= 120 and start <= end" in text and "/memories/n.txt has 120 lines" in text
+
+
+def test_a_bad_view_range_states_the_bound_applied_in_good_english(tool: MemoryTool) -> None:
+    """An end past the last line is accepted (it reads to the end), so the error bounds only the start; and a
+    one-line file has "1 line"."""
+    create(tool, "/memories/a.md", "only\n")
+    assert ok(tool, command="view", path="/memories/a.md", view_range=[1, 5]).endswith("     1\tonly")
+    assert err(tool, command="view", path="/memories/a.md", view_range=[2, 5]) == (
+        "Error: Invalid `view_range` parameter: [2, 5]. It should be two integers [start, end] with "
+        "1 <= start <= 1 and start <= end, or [start, -1] to read to the end; /memories/a.md has 1 line."
+    )
 
 
 def test_null_view_range_means_the_whole_file(tool: MemoryTool) -> None:
@@ -320,7 +331,21 @@ def test_rename_errors(tool: MemoryTool) -> None:
     assert err(tool, command="rename", old_path="/memories/d", new_path="/memories/d/e") == (
         "Error: Cannot rename /memories/d to /memories/d/e: a directory cannot move into itself"
     )
+    assert err(tool, command="rename", old_path="/memories/d", new_path="/memories/d") == (
+        "Error: Cannot rename /memories/d to /memories/d: a directory cannot move into itself"
+    )
     assert ok(tool, command="view", path="/memories/b.txt").endswith("     1\tb")
+
+
+def test_renaming_a_file_onto_itself_is_an_existing_destination(tool: MemoryTool) -> None:
+    create(tool, "/memories/a.txt", "a")
+    assert err(tool, command="rename", old_path="/memories/a.txt", new_path="/memories/a.txt") == (
+        "Error: The destination /memories/a.txt already exists"
+    )
+    assert err(tool, command="rename", old_path="/memories/none", new_path="/memories/none") == (
+        "Error: The path /memories/none does not exist"
+    )
+    assert ok(tool, command="view", path="/memories/a.txt").endswith("     1\ta")
 
 
 # -- anything else --------------------------------------------------------------------------------------------

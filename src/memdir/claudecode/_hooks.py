@@ -93,6 +93,7 @@ def uninstall_hooks(claude: Claude) -> HookChange:
     text = _read(path)
     if text is None:
         return HookChange(path, ())
+    _tree(text, path)  # as for install: a file that is not JSON is reported, and left alone
     record = _records().get(str(path))
     if isinstance(record, dict) and record.get("installed") == _sha(text):
         return _put_back(path, text, record)

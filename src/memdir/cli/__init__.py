@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
 import click
 
+from .._format import is_text
 from ..errors import MemdirError
-from ..store import store_exists
+from ..store import check_url, store_exists
 from ..tool import MemoryTool
 from ._group import Context, _shown, cli, fail_cleanly, pass_context
 from ._output import shown, stdout_is_tty
@@ -30,9 +32,22 @@ from ._output import shown, stdout_is_tty
 __all__ = ["Context", "cli", "fail_cleanly", "main", "pass_context"]
 
 
+# As a memdir server takes a label (`X-Memdir-Actor`): the history and the audit log show it on one line.
+_LABEL = re.compile(r"[^\x00-\x1f\x7f-\x9f]{1,256}")
+
+
+def _label(_ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not _LABEL.fullmatch(value) or not is_text(value):
+        name = f"--{param.name}"
+        raise click.ClickException(f"{name} must be 1 to 256 characters of text, with no control characters")
+    return value
+
+
 @cli.command()
 @click.argument("command_json", metavar="JSON")
-@click.option("--actor", default="user", show_default=True, help="Actor recorded on the versions this writes.")
+@click.option(
+    "--actor", default="user", show_default=True, callback=_label, help="Actor recorded on the versions this writes."
+)
 @pass_context
 @fail_cleanly
 def tool(state: Context, command_json: str, actor: str) -> None:
@@ -95,6 +110,7 @@ def where(state: Context) -> None:
     else:
         choice = resolve_store()
         url, reason = choice.url, choice.reason
+    check_url(url)  # a URL `memdir ls` would refuse is refused here too, not printed as if it could be used
     click.echo(_shown(url))  # ~ expanded, as it is opened; a PostgreSQL URL's password never printed
     try:
         exists = "" if store_exists(url) else "; it does not exist yet: a writing command creates it"

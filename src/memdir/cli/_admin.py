@@ -84,6 +84,8 @@ def import_(state: Context, file: str) -> None:
 
         memdir --store sqlite:///tmp/copy.db import backup.zip
     """
+    if file != "-" and not os.path.lexists(file):  # before the store is opened: a typo must not create one
+        raise click.ClickException(f"no archive at {file}")
     store = state.store(create=True)
     if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
         store = store.with_caller(admin=True)

@@ -8,6 +8,7 @@ error is one line on stderr and exit status 1.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from ._group import Context, cli, fail_cleanly, pass_context
 if TYPE_CHECKING:
     from ..paths import MemoryPath
     from ..store import Stat, Store
+    from ..tool import ToolResult
 
 __all__ = ["edit", "mv", "rm", "write"]
 
@@ -96,12 +98,59 @@ def edit(state: Context, path: str) -> None:
     store = state.store(create=True)
     before = store.stat(target)
     old = _text(store.read(target).content, target.virtual) if before is not None else ""
-    new = click.edit(old, extension=_suffix(target), require_save=True)
+    new = _edited(old, target)
     if new is None or new == old:
         click.echo(f"No changes; {target.virtual} was not written.", err=True)
         return
     _check_unchanged(store, target, before, new)
-    _run(store, {"command": "create", "path": path, "file_text": new}, overwrite=True)
+    if before is None:  # a new file: the tool's own words say so
+        _run(store, {"command": "create", "path": path, "file_text": new}, overwrite=True)
+        return
+    with MemoryTool(store, actor=_ACTOR, create_overwrites=True) as tool:
+        result = tool.execute({"command": "create", "path": path, "file_text": new})
+    _echo_saved(store, target, path, result)
+
+
+def _edited(old: str, path: MemoryPath) -> str | None:
+    """``old`` after the user's editor ran on it; None when it was not saved. Passed as bytes, so that click
+    does not decode what the editor saved: text in another encoding is refused here, in our words."""
+    try:
+        data = click.edit(old.encode("utf-8"), extension=_suffix(path), require_save=True)
+    except FileNotFoundError:  # the editor deleted or moved the file it was given
+        raise click.ClickException(f"the file being edited was removed; nothing was saved to {path.virtual}") from None
+    except click.ClickException as exc:
+        if isinstance(exc.__cause__, OSError):  # the editor could not even start
+            raise click.ClickException(_not_started(exc.__cause__)) from None
+        raise
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        kept = _keep(data, path)
+        raise click.ClickException(
+            f"the edited text is not UTF-8 (byte {exc.start}); nothing was saved to {path.virtual}. It is in {kept}"
+        ) from None
+
+
+def _not_started(exc: OSError) -> str:
+    editor = exc.filename or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    why = {errno.ENOENT: "not found", errno.EACCES: "not executable"}.get(exc.errno or 0, "it cannot be run")
+    return f"could not start the editor {editor} ({why}); set $VISUAL or $EDITOR to an editor that is installed"
+
+
+def _echo_saved(store: Store, target: MemoryPath, path: str, result: ToolResult) -> None:
+    """An edit of an existing file said as one: ``Saved PATH (version N).``, not the tool's "File created"; what
+    the tool added (a note that a secret was redacted) kept, and a write held for review told in its words."""
+    if result.is_error:
+        raise click.ClickException(result.text.removeprefix("Error: "))
+    created = f"File created successfully at: {path}"
+    if not result.text.startswith(created):
+        click.echo(result.text)
+        return
+    now = store.stat(target)
+    saved = f"Saved {target.virtual}" + (f" (version {now.version})." if now is not None else ".")
+    click.echo(saved + result.text.removeprefix(created))
 
 
 def _suffix(path: MemoryPath) -> str:
@@ -115,13 +164,19 @@ def _check_unchanged(store: Store, path: MemoryPath, before: Stat | None, text: 
     now = store.stat(path)
     if (now and (now.kind, now.version)) == (before and (before.kind, before.version)):
         return
-    fd, kept = tempfile.mkstemp(prefix="memdir-edit-", suffix=_suffix(path))  # 0600: it is memory content
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    kept = _keep(text.encode("utf-8"), path)
     now_at = f"version {now.version}" if now is not None else "deleted"
     raise click.ClickException(
         f"{path.virtual} changed while you were editing (now {now_at}); nothing was written. Your text is in {kept}"
     )
+
+
+def _keep(data: bytes, path: MemoryPath) -> str:
+    """Save what the user wrote that could not be stored, so that no edit is lost: a private temporary file."""
+    fd, kept = tempfile.mkstemp(prefix="memdir-edit-", suffix=_suffix(path))  # 0600: it is memory content
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return kept
 
 
 @cli.command()

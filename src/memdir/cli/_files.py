@@ -110,7 +110,20 @@ def show(state: Context, spec: str) -> None:
     write_bytes(content)
 
 
-@cli.command()
+class _TakesVersions(click.Command):
+    """A command with VERSION arguments: ``-5`` there is a version someone meant (counted back from the current
+    one, perhaps), which click would report as an unknown option. It is answered as any invalid version is."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if exc.option_name[1:].isdigit():
+                version_number(exc.option_name)  # raises: versions are numbers from 1
+            raise
+
+
+@cli.command(cls=_TakesVersions)
 @click.argument("path")
 @click.argument("v1", required=False)
 @click.argument("v2", required=False)
@@ -132,7 +145,7 @@ def diff(state: Context, path: str, v1: str | None, v2: str | None) -> None:
         click.echo(_colour(shown(line)), nl=False)
 
 
-@cli.command()
+@cli.command(cls=_TakesVersions)
 @click.argument("path")
 @click.argument("version")
 @pass_context

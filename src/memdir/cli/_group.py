@@ -9,7 +9,7 @@ import contextlib
 import functools
 import logging
 import os
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
@@ -17,14 +17,14 @@ from .._version import __version__
 from ..config import default_store_url
 from ..errors import MemdirError, StoreNotFoundError
 from ..gate import Caller, GatedStore
-from ..store import DEFAULT_NAMESPACE, Store, open_store, redact_url, store_exists, url_scheme
+from ..store import DEFAULT_NAMESPACE, Store, check_url, open_store, redact_url, store_exists, url_scheme
 from ._logfile import open_log
 from ._output import shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["Context", "cli", "expand_url", "fail_cleanly", "pass_context"]
+__all__ = ["Context", "checked_store_url", "cli", "expand_url", "fail_cleanly", "pass_context"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -161,7 +161,19 @@ def _override(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     """A subcommand's own --store/--namespace wins over the group's (``memdir mcp --store URL`` reads as
     people write it; ``memdir --store URL mcp`` works too)."""
     if value is not None:
-        setattr(ctx.ensure_object(Context), str(param.name), value)
+        setattr(ctx.ensure_object(Context), str(param.name), checked_store_url(ctx, param, value))
+
+
+def checked_store_url(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --store URL no backend can open is an error before any command runs, whichever command it is: an empty
+    one too (it is not a way to ask for the default store), and a ``sqlite:`` without a path."""
+    if value is None or param.name != "store_url":
+        return value
+    try:
+        check_url(value)
+    except MemdirError as exc:
+        raise click.ClickException(exc.reason) from exc
+    return value
 
 
 def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
@@ -195,24 +207,52 @@ def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
 
 class _Group(click.Group):
     """The ``memdir`` group: an error from any command (click's own usage errors included) is shown on one line,
-    with control characters escaped, whatever input it quotes."""
+    with control characters escaped, whatever input it quotes. Its own options are parsed in `make_context`, a
+    command's (and a subgroup's) inside `invoke`: both are covered."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with _one_line():
+            return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with _one_line():
             return super().invoke(ctx)
-        except click.ClickException as exc:
-            # The message only (click declares it final): the exception keeps its class, exit status and usage.
-            exc.__dict__["message"] = shown(exc.message, cell=True)
-            raise
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+class _UsageError(click.UsageError):
+    """A usage error on one line, ``Error: MESSAGE (see 'memdir CMD --help')``, instead of click's four (the
+    usage, a hint, a blank line, the error). The exit status stays 2."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "memdir"
+        click.echo(f"Error: {self.format_message()} (see '{where} --help')", file=file, err=True)
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    try:
+        yield
+    except (_UsageError, click.exceptions.NoArgsIsHelpError):
+        raise  # already one line; a group named without a command prints its help, as `memdir` alone does
+    except click.UsageError as exc:
+        message = shown(exc.format_message(), cell=True).removesuffix(".")
+        raise _UsageError(message, exc.ctx) from exc
+    except click.ClickException as exc:
+        # The message only (click declares it final): the exception keeps its class and exit status.
+        exc.__dict__["message"] = shown(exc.message, cell=True)
+        raise
+
+
+@click.group("memdir", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memdir")
 @click.option(
     "--store",
     "store_url",
     envvar="MEMDIR_STORE",
     metavar="URL",
+    callback=checked_store_url,
     help="Store to use: a directory path, file:PATH, sqlite:PATH, postgresql://..., http(s)://TOKEN@HOST:PORT "
     "(a memdir server) or memory:. Reading commands need an existing store; writing ones create it. "
     "[env MEMDIR_STORE; default: the git repository's own store in the user data dir; see `memdir where`]",

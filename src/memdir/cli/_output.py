@@ -61,15 +61,22 @@ def version_number(text: str) -> int:
     return int(text)
 
 
+# The longest DURATION: a time that far from now is still a date (year 1 to 9999) to compute, store and print.
+MAX_DURATION_DAYS = 36_500
+
+
 def duration(text: str, option: str) -> float:
-    """A DURATION option (``30d``, ``12h``, ``90m``, ``2w``, ``45s``): seconds."""
+    """A DURATION option (``30d``, ``12h``, ``90m``, ``2w``, ``45s``): seconds, at most `MAX_DURATION_DAYS`."""
     from ..errors import ConfigError
     from ..policy.config import parse_duration
 
     try:
-        return parse_duration(text, option)
+        seconds = parse_duration(text, option)
     except ConfigError:
         raise click.ClickException(f"{option} must be a duration such as 30d, 12h or 90m, got {text!r}") from None
+    if seconds > MAX_DURATION_DAYS * 86_400:
+        raise click.ClickException(f"{option} is too long: at most {MAX_DURATION_DAYS:,}d (100 years), got {text!r}")
+    return seconds
 
 
 def echo_json(data: object) -> None:

@@ -20,13 +20,13 @@ from ..policy.config import load_policy, parse_duration
 from ..policy.integrity import verify as verify_store
 from ..policy.retention import apply as apply_gc
 from ..policy.retention import plan as plan_gc
-from ..policy.sweep import Located, sweep, texts_in_history, texts_in_paths, texts_in_store
+from ..policy.sweep import Located, sweep, texts_in_history, texts_in_store, texts_on_disk
 from ..store import open_store, store_exists, url_scheme
 from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import duration, echo_json, iso, plural, print_rows, shown, stdout_is_tty
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from ..gate import ReviewQueue
     from ..policy.quarantine import HeldWrite
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
     from ..store import Store
 
 _ACTS = frozenset({"redact", "quarantine", "block"})
-
-
-class _ScanError(click.ClickException):
-    """What `memdir scan` could not read: exit 2, so a hook tells "found something" (1) from "could not look"."""
-
-    exit_code = 2
 
 
 @cli.command()
@@ -63,7 +57,8 @@ def scan(
     postgresql://..., http://...: every file in the store's namespace) or `-` for standard input. Without PATH:
     the store given with --store, else standard input.
     Each finding is listed as FILE:LINE: KIND:RULE (ACTION) and its line, the secret masked: a secret itself is
-    never printed. Exits 1 when anything is found, 0 when nothing is, 2 when a PATH cannot be read.
+    never printed. Exits 1 when anything is found, 0 when nothing is, 2 when a PATH (or a directory or file below
+    one) cannot be read: each is named on stderr, and the rest is scanned all the same.
 
     Example:
 
@@ -73,43 +68,66 @@ def scan(
         memdir scan --secrets-only $(git diff --cached --name-only)
     """
     policy = load_policy(state.namespace).write
+    missed: list[str] = []
+    texts = _texts(paths or (_given_store(state) or "-",), state.namespace, _report(missed), history=history)
     found = False
-    try:
-        texts = _texts(paths or (_given_store(state) or "-",), state.namespace, history=history)
-        for item in sweep(texts, policy, untrusted=untrusted, secrets_only=secrets_only):
-            found = True
-            click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
-    except (OSError, MemdirError) as exc:
-        raise _ScanError(_unreadable(exc)) from None
+    for item in sweep(texts, policy, untrusted=untrusted, secrets_only=secrets_only):
+        found = True
+        click.echo(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _scan_line(item))
+    if missed:  # "could not look" wins over "found something": what was not read may hold anything
+        sys.exit(2)
     if found:
         sys.exit(1)
 
 
-def _texts(paths: tuple[str, ...], namespace: str, *, history: bool = False) -> Iterator[tuple[str, str]]:
-    """(name, text) for each PATH: standard input, a store (a URL with a scheme; with ``history``, a directory
-    store's path too: its history is in the store, not in the files), or files on disk."""
+def _report(missed: list[str]) -> Callable[[OSError | MemdirError], None]:
+    """Say on stderr what could not be read, as it is met, and keep count for the exit status."""
+
+    def report(exc: OSError | MemdirError) -> None:
+        missed.append(_unreadable(exc))
+        click.echo(f"Error: {shown(missed[-1], cell=True)}", err=True)
+
+    return report
+
+
+def _texts(
+    paths: tuple[str, ...], namespace: str, unreadable: Callable[[OSError | MemdirError], None], *, history: bool
+) -> Iterator[tuple[str, str]]:
+    """(name, text) for each PATH in turn; one that cannot be read, wholly or in part, goes to ``unreadable``
+    and the next one is read all the same."""
     for path in paths:
-        if history and url_scheme(path) is None and Path(path).is_dir() and store_exists(path):
-            path = f"file:{path}"
-        if path == "-":
-            with click.open_file("-", "rb") as stdin:
-                yield "-", stdin.read().decode("utf-8", "replace")
-        elif (scheme := url_scheme(path)) is not None:
-            _check_local_store(scheme, path)
-            backend = open_store(path, namespace=namespace)
-            # Scanning reads every file: through the gate, one audit entry (a server's store: the server's gate).
-            store = backend if backend.runs_commands else GatedStore(backend, Caller("user", channel="cli"))
-            try:
-                with _one_call(store):
-                    yield from texts_in_store(store)
-                    if history:  # what `memdir redact PATH@VERSION` can remove
-                        yield from texts_in_history(store)
-            finally:
-                store.close()
-        else:
-            if not Path(path).exists():
-                raise FileNotFoundError(f"{path}: no such file or directory")
-            yield from texts_in_paths([Path(path)])
+        try:
+            yield from _texts_of(path, namespace, unreadable, history=history)
+        except (OSError, MemdirError) as exc:
+            unreadable(exc)
+
+
+def _texts_of(
+    path: str, namespace: str, unreadable: Callable[[OSError], None], *, history: bool
+) -> Iterator[tuple[str, str]]:
+    """(name, text) for one PATH: standard input, a store (a URL with a scheme; with ``history``, a directory
+    store's path too: its history is in the store, not in the files), or files on disk."""
+    if history and url_scheme(path) is None and Path(path).is_dir() and store_exists(path):
+        path = f"file:{path}"
+    if path == "-":
+        with click.open_file("-", "rb") as stdin:
+            yield "-", stdin.read().decode("utf-8", "replace")
+    elif (scheme := url_scheme(path)) is not None:
+        _check_local_store(scheme, path)
+        backend = open_store(path, namespace=namespace)
+        # Scanning reads every file: through the gate, one audit entry (a server's store: the server's gate).
+        store = backend if backend.runs_commands else GatedStore(backend, Caller("user", channel="cli"))
+        try:
+            with _one_call(store):
+                yield from texts_in_store(store)
+                if history:  # what `memdir redact PATH@VERSION` can remove
+                    yield from texts_in_history(store)
+        finally:
+            store.close()
+    else:
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{path}: no such file or directory")
+        yield from texts_on_disk(Path(path), unreadable)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..store import open_store
-from ._group import Context, _shown, cli, fail_cleanly
+from ._group import Context, _shown, checked_store_url, cli, fail_cleanly
 from ._output import duration, iso, print_rows, stdout_is_tty
 
 if TYPE_CHECKING:
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 _pass_state = click.make_pass_decorator(Context)
 
 
-def _store_url(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+def _store_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None:
-        ctx.ensure_object(Context).store_url = value
+        ctx.ensure_object(Context).store_url = checked_store_url(ctx, param, value)
 
 
 def _with_store(fn: Callable[..., None]) -> Callable[..., None]:

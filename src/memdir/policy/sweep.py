@@ -8,6 +8,7 @@ preview** of its line: each secret on the line replaced by its issuer's public p
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,13 +18,13 @@ from ..paths import MemoryPath
 from .secrets import SECRET_RULES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from ..store import Entry, Store
     from .findings import Finding
     from .pipeline import WritePolicy
 
-__all__ = ["Located", "mask", "sweep", "texts_in_history", "texts_in_paths", "texts_in_store"]
+__all__ = ["Located", "mask", "sweep", "texts_in_history", "texts_in_store", "texts_on_disk"]
 
 _PREVIEW = 120  # characters of a line shown
 # What a masked secret may still show: the issuer's fixed prefix (`ghp_`, `AKIA`), public by definition.
@@ -82,45 +83,50 @@ def _preview(text: str, finding: Finding, secrets: list[Finding]) -> str:
     return ("…" if lo else "") + line[lo : lo + _PREVIEW].strip() + ("…" if lo + _PREVIEW < len(line) else "")
 
 
-def texts_in_paths(paths: Iterable[Path]) -> Iterator[tuple[str, str]]:
-    """(path, text) for each file named and each file below each directory named. Below a directory, hidden
-    names (``.git``, ``.venv``, the directory store's own files) are left out; a file that is not UTF-8 text
-    (an image, an archive) is skipped. OSError for a path that cannot be read."""
-    for path in paths:
-        if path.is_dir():
-            for found in _walk(path):
-                text = _text(found)
-                if text is not None:
-                    yield str(found), text
-        else:
-            text = _text(path, named=True)
-            if text is not None:
-                yield str(path), text
+def texts_on_disk(path: Path, unreadable: Callable[[OSError], None]) -> Iterator[tuple[str, str]]:
+    """(name, text) for the file ``path``, or for each text file below the directory ``path``. OSError when
+    ``path`` itself cannot be read; ``unreadable`` for each directory or file below it that cannot be.
+
+    A scan that finds nothing says so, so it must not pass over what it could not read: what cannot be read is
+    reported, and the walk goes on with the rest. A file named is read whatever its encoding, as standard input is
+    (a Latin-1 note can hold a key as well as a UTF-8 one); below a directory, binary files (a NUL in their first
+    bytes, as git judges: images, archives) are left out, and so are hidden names (``.git``, ``.venv``, a directory
+    store's own files)."""
+    if not path.is_dir():
+        yield str(path), _decoded(path.read_bytes())
+        return
+    for found in _walk(path, unreadable):
+        data = _read_below(found, unreadable)
+        if data is not None and b"\0" not in data[:_SNIFF]:
+            yield str(found), _decoded(data)
 
 
-def _walk(top: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(top):
+_SNIFF = 8192  # bytes looked at for a NUL
+
+
+def _walk(top: Path, unreadable: Callable[[OSError], None]) -> Iterator[Path]:
+    # onerror: os.walk would otherwise leave out a directory it cannot list, and say nothing.
+    for folder, dirs, files in os.walk(top, onerror=unreadable):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if not name.startswith("."):
                 yield Path(folder, name)
 
 
-def _text(path: Path, *, named: bool = False) -> str | None:
-    data = path.read_bytes() if named else _read_quietly(path)
-    if data is None or b"\0" in data[:8192]:
-        return None
+def _read_below(path: Path, unreadable: Callable[[OSError], None]) -> bytes | None:
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _read_quietly(path: Path) -> bytes | None:
-    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a socket, a device, a FIFO (reading one would wait for a writer): not a file anyone wrote
         return path.read_bytes()
-    except OSError:  # a socket or a file gone meanwhile, below a directory being walked: not the user's file
+    except FileNotFoundError:
+        return None  # removed while the walk went on, or a link to nothing
+    except OSError as exc:
+        unreadable(exc)
         return None
+
+
+def _decoded(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def texts_in_store(store: Store) -> Iterator[tuple[str, str]]:

@@ -64,6 +64,7 @@ __all__ = [
     "Store",
     "Usage",
     "Version",
+    "check_url",
     "open_store",
     "redact_url",
     "register_backend",
@@ -144,6 +145,12 @@ def _no_options(scheme: str, options: dict[str, Any]) -> None:
         raise ConfigError(f"{scheme}: stores take no options (got {', '.join(sorted(options))})")
 
 
+def _check_remote(url: str) -> None:
+    from .remote import check_server_url  # httpx loads only when a server is used
+
+    check_server_url(url)
+
+
 def _postgres_exists(url: str) -> bool:
     try:
         return postgres_exists(url)
@@ -159,6 +166,14 @@ register_backend("https", _open_remote)
 register_backend("postgresql", _open_postgres, _postgres_exists)
 register_backend("postgres", _open_postgres, _postgres_exists)
 register_backend("claude-code", _open_claude_code)
+
+# What each built-in scheme's URL needs before anything is opened (see `check_url`).
+_CHECKS: dict[str, Callable[[str], object]] = {
+    "sqlite": _sqlite_path,
+    "file": _directory_path,
+    "http": _check_remote,
+    "https": _check_remote,
+}
 
 
 def open_store(
@@ -192,6 +207,15 @@ def store_exists(url: str | None = None) -> bool:
     if scheme is None:
         return directory_exists(_directory_path(target))
     return _EXISTS[scheme](target)
+
+
+def check_url(url: str) -> None:
+    """`ConfigError` for a URL no backend can open: an empty one, an unknown scheme, a ``sqlite:`` or ``file:``
+    URL without a path, a server URL that does not parse. Opens, reaches and creates nothing: what a command
+    checks before it acts on a URL, so that ``memdir where`` and ``memdir ls`` judge a URL alike."""
+    check = _CHECKS.get(url_scheme(url) or "file")
+    if check is not None:
+        check(url)
 
 
 def url_scheme(url: str) -> str | None:

@@ -357,10 +357,11 @@ def check_expect(target: MemoryPath, current: int | None, expect: Expect) -> Non
 
 
 def check_move(source: MemoryPath, dest: MemoryPath) -> None:
-    """Refuse moves no backend can make: the root, or a directory into itself."""
+    """Refuse moves no backend can make: the root, or a directory into itself. A path onto itself is left to the
+    backend: its destination exists (`AlreadyExistsError`), unless nothing is there (`NotFoundError`)."""
     if source.is_root:
         raise PathError(source.virtual, "not_allowed", "the root cannot be renamed")
-    if dest.is_within(source):
+    if dest.is_within(source) and dest != source:
         raise PathError(dest.virtual, "not_allowed", f"it lies inside {source.virtual}")
 
 

@@ -15,7 +15,10 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+
+from ..errors import storage_error_from_os
 
 __all__ = ["directory_exists", "postgres_exists", "sqlite_exists"]
 
@@ -26,11 +29,23 @@ _DIRECTORY_MARKERS = ("memories", "namespaces", ".memdir")
 def directory_exists(path: str) -> bool:
     base = Path(path).expanduser()
     # Anything under one of those names counts, a link or a file too: opening then reports what is wrong with it.
-    return any(os.path.lexists(base / name) for name in _DIRECTORY_MARKERS)
+    return any(_stat(base / name) is not None for name in _DIRECTORY_MARKERS)
 
 
 def sqlite_exists(path: str) -> bool:
-    return Path(path).expanduser().is_file()
+    found = _stat(Path(path).expanduser(), follow=True)
+    return found is not None and stat.S_ISREG(found.st_mode)
+
+
+def _stat(path: Path, *, follow: bool = False) -> os.stat_result | None:
+    """None when nothing is there. A directory that may not be read is not the same as no store (`StorageError`,
+    "permission denied", as opening it would say): `os.path.lexists` and `Path.is_file` would answer False."""
+    try:
+        return os.stat(path, follow_symlinks=follow)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the path names nothing
+        return None
+    except OSError as exc:
+        raise storage_error_from_os(exc, "open the store") from exc
 
 
 def postgres_exists(url: str) -> bool:

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
     from ..search._hit import SearchHit
 
-__all__ = ["TOKEN_ENV", "RemoteStore"]
+__all__ = ["TOKEN_ENV", "RemoteStore", "check_server_url"]
 
 TOKEN_ENV = "MEMDIR_TOKEN"
 _PAGE = 1000
@@ -346,9 +346,19 @@ def _pause(attempt: int, floor: float = 0.0) -> None:
     time.sleep(base * random.uniform(0.5, 1.5))
 
 
+def check_server_url(url: str) -> None:
+    """`ConfigError` unless ``url`` is a memdir server's URL that parses (a port that is a number, a closed
+    ``[`` around an IPv6 address), without sending anything."""
+    _split_url(url)
+
+
 def _split_url(url: str) -> tuple[str, str | None]:
     """(the URL without its user part, the token the user part held)."""
-    parsed = httpx.URL(url)
+    try:
+        urllib.parse.urlsplit(url).port  # noqa: B018 - it raises for a bad port or host, in clearer words than httpx
+        parsed = httpx.URL(url)
+    except (ValueError, httpx.InvalidURL) as exc:  # the reason quotes the wrong part, never the token
+        raise ConfigError(f"not a valid URL ({exc}): use http://host:port or https://host") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ConfigError(f"not a memdir server URL: use http://host:port or https://host (got {parsed.scheme}:)")
     token = urllib.parse.unquote(parsed.username) if parsed.username else None

@@ -389,7 +389,7 @@ class MemoryTool:
         source, dest = parse(old_path), parse(new_path)
         if source.is_root:
             return error("Error: Cannot rename the /memories directory itself")
-        if dest.is_within(source):
+        if dest.is_within(source) and (dest != source or self._is_dir(source)):
             return error(f"Error: Cannot rename {old_path} to {new_path}: a directory cannot move into itself")
         try:
             self.gate.move(source, dest)
@@ -405,6 +405,12 @@ class MemoryTool:
             blamed = new_path if _on_side(exc.raw, dest) else old_path
             return error(PathError(blamed, exc.kind, exc.why).tool_text())
         return ToolResult(f"Successfully renamed {old_path} to {new_path}")
+
+    def _is_dir(self, path: MemoryPath) -> bool:
+        """A file renamed onto itself is a destination that exists (SPEC.md's words), a directory one moved into
+        itself: only this tells them apart."""
+        found = self.gate.stat(path)
+        return found is not None and found.kind == "dir"
 
     # -- shared -------------------------------------------------------------------------------------------
 

@@ -113,9 +113,11 @@ def check_range(path: str, view_range: object, n_lines: int) -> tuple[int, int]:
     shown = json.dumps(view_range, default=str)[:100]
     if n_lines == 0:
         raise Refusal(f"Error: Invalid `view_range` parameter: {shown}. The file {path} is empty.")
+    # The bound stated is the one applied: an end past the last line is accepted (it reads to the end).
+    lines = f"{n_lines:,} line{'' if n_lines == 1 else 's'}"
     raise Refusal(
         f"Error: Invalid `view_range` parameter: {shown}. It should be two integers [start, end] with "
-        f"1 <= start <= end <= {n_lines}, or [start, -1] to read to the end; {path} has {n_lines} lines."
+        f"1 <= start <= {n_lines:,} and start <= end, or [start, -1] to read to the end; {path} has {lines}."
     )
 
 

@@ -118,8 +118,8 @@ def _translate(exc: anthropic.APIError, client: anthropic.Anthropic) -> Provider
     if isinstance(exc, anthropic.AuthenticationError):
         return ProviderError(f"the Anthropic API refused the API key (401): {_message(exc)}; check ANTHROPIC_API_KEY")
     if isinstance(exc, anthropic.APIStatusError):
-        kind = _error_type(exc)
-        return ProviderError(f"the Anthropic API answered {exc.status_code} {kind}: {_message(exc)}".replace("  ", " "))
+        status = " ".join(filter(None, (str(exc.status_code), _error_type(exc))))  # a proxy's body may name no type
+        return ProviderError(f"the Anthropic API answered {status}: {_message(exc)}")
     if isinstance(exc, anthropic.APIConnectionError):
         return ProviderError(f"cannot reach the Anthropic API at {client.base_url}: {exc.message}")
     return ProviderError(f"the Anthropic API failed: {exc.message}")
