@@ -165,6 +165,20 @@ def test_a_number_of_thousands_of_digits_is_an_invalid_request(default_server: L
             assert error_of(http.get(url + "9" * 4400)) == (400, "invalid_request"), url
 
 
+def test_a_number_too_large_for_a_version_says_so(default_server: LiveServer) -> None:
+    headers = {"Authorization": f"Bearer {default_server.token('alice')}"}
+    with httpx.Client(base_url=default_server.url, headers=headers) as http:
+        http.put("/v1/files/memories/a.md", content=b"one")
+        for number in ("999999999999999999999999", "9223372036854775808"):
+            response = http.get(f"/v1/files/memories/a.md?version={number}")
+            assert error_of(response) == (400, "invalid_request")
+            assert response.json()["error"]["message"] == (
+                "query parameter 'version' is too large: at most 9223372036854775807"
+            )
+        assert error_of(http.get("/v1/files/memories/a.md?version=0")) == (400, "invalid_request")
+        assert http.get("/v1/files/memories/a.md?version=0001").content == b"one"
+
+
 def test_an_answer_quoting_a_lone_surrogate_is_json_all_the_same() -> None:
     """What a client sent may come back in an answer; a lone surrogate (JSON's "\\ud800") is no UTF-8, so the
     answer escapes it as JSON does instead of failing as a 500 whose own answer would fail too."""

@@ -81,6 +81,18 @@ def test_the_origin_headers_are_recorded_as_sent(http: httpx.Client) -> None:
     )
 
 
+def test_a_token_cannot_write_under_another_tokens_session(client: Client) -> None:
+    """``token-<id>`` is the session the server records a token's writes under (the memory stores API names the
+    writer by it): another token of the same namespace may not claim it, and a token may send its own."""
+    first, second = client("alice"), client("alice")
+    own = "token-" + first.get("/v1/whoami").json()["token_id"]
+    claimed = second.put("/v1/files/memories/b.md", content=b"x", headers={"X-Memdir-Session": own})
+    assert error_of(claimed) == (400, "invalid_request") and "another token" in claimed.json()["error"]["message"]
+    mine = first.put("/v1/files/memories/a.md", content=b"x", headers={"X-Memdir-Session": own})
+    assert mine.json()["session"] == own
+    assert [e["path"] for e in first.get("/v1/list/memories").json()["entries"]] == ["/memories/a.md"]
+
+
 def test_names_with_percent_signs_and_unicode_travel_encoded(http: httpx.Client) -> None:
     for name, encoded in [
         ("100%.md", "100%25.md"),
@@ -116,6 +128,8 @@ def test_stat_list_usage_delete_and_move(http: httpx.Client) -> None:
         ("rename", "/memories/d/e/b.md", "/memories/z/e/b.md"),
     ]
     assert error_of(http.post("/v1/move", json={"from": "/memories/z", "to": "/memories/z/in"})) == (400, "path_error")
+    onto_itself = http.post("/v1/move", json={"from": "/memories/z/a.md", "to": "/memories/z/a.md"})
+    assert error_of(onto_itself) == (409, "already_exists")  # as the tool says: the destination exists
     assert error_of(http.post("/v1/move", json={"from": "/memories/none", "to": "/memories/y"})) == (404, "not_found")
     deleted = http.delete("/v1/files/memories/z", headers={"X-Memdir-Actor": "model"}).json()["versions"]
     assert [(v["op"], v["actor"], v["sha256"]) for v in deleted] == [("delete", "model", None)] * 2

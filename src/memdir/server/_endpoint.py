@@ -24,6 +24,7 @@ from starlette.routing import Route
 from .._wire import HEADER_ACTOR, HEADER_IDEMPOTENCY, HEADER_SESSION, HEADER_SOURCE, decode_header, parse_json
 from ..errors import PathError
 from ..gate import Caller
+from ..memstores._json import TOKEN_SESSION
 from ..paths import parse
 from ..store._records import Origin
 from ._errors import ApiError, exception_response
@@ -157,7 +158,7 @@ class Call:
         """Who is asking: the token's principal, the actor the ``X-Memdir-Actor`` header names (one of ``actors``:
         a client cannot record itself as ``gc`` or ``external``), the session (``X-Memdir-Session``, else
         ``token-<id>``), the source, the request's ``Idempotency-Key``. Pinned: nothing below can change it."""
-        origin = self.origin(actor=actor, session=session or f"token-{self.principal.token_id}", actors=actors)
+        origin = self.origin(actor=actor, session=session or f"{TOKEN_SESSION}{self.principal.token_id}", actors=actors)
         return Caller(
             origin.actor, origin.session, origin.source, channel, self.principal.token_id,
             admin=self.principal.admin, pinned=True, request=origin.request,
@@ -199,13 +200,18 @@ class Call:
         raw = self.request.query_params.get(name)
         if raw is None:
             return default
-        # (Digits counted first: Python refuses to convert more than 4,300 of them, with a ValueError.)
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or not minimum <= int(raw) <= maximum:
-            bound = f" and at most {maximum}" if maximum < _MAX_INT else ""
-            raise ApiError(
-                "invalid_request", f"query parameter {name!r} must be an integer of at least {minimum}{bound}"
-            )
-        return int(raw)
+        bound = f" and at most {maximum}" if maximum < _MAX_INT else ""
+        wrong = ApiError("invalid_request", f"query parameter {name!r} must be an integer of at least {minimum}{bound}")
+        if not (raw.isascii() and raw.isdigit()):
+            raise wrong
+        # Digits counted before converting: Python refuses more than 4,300 of them, with a ValueError. A number
+        # too large for any version or position is told as that, not as "no integer".
+        digits = raw.lstrip("0") or "0"
+        if len(digits) > 19 or int(digits) > maximum:
+            raise ApiError("invalid_request", f"query parameter {name!r} is too large: at most {maximum}")
+        if int(digits) < minimum:
+            raise wrong
+        return int(digits)
 
     def query_text(self, name: str, *, default: str | None = None, max_chars: int = 1000) -> str | None:
         """A text query parameter, sent at most once and at most ``max_chars`` long."""
@@ -244,7 +250,16 @@ class Call:
         chosen = self._label(HEADER_ACTOR) or actor
         if actors is not None and chosen not in actors:
             raise ApiError("invalid_request", f"{HEADER_ACTOR} must be one of: {', '.join(sorted(actors))}")
-        return Origin(chosen, self._label(HEADER_SESSION) or session, self._label(HEADER_SOURCE), self._key())
+        return Origin(chosen, self._session() or session, self._label(HEADER_SOURCE), self._key())
+
+    def _session(self) -> str | None:
+        """The ``X-Memdir-Session`` header. ``token-<id>`` is the session the server records a token's writes
+        under (the memory stores API names their writer by it): a client may send its own, never another's."""
+        session = self._label(HEADER_SESSION)
+        own = f"{TOKEN_SESSION}{self.principal.token_id}"
+        if session is not None and session.startswith(TOKEN_SESSION) and session != own:
+            raise ApiError("invalid_request", f"{HEADER_SESSION} {TOKEN_SESSION}... names another token's writes")
+        return session
 
     def _key(self) -> str | None:
         key = self.header(HEADER_IDEMPOTENCY)
