@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from ..store import DEFAULT_NAMESPACE, open_store
 from ._auth import Gate
@@ -134,7 +134,7 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     """The router's own 404 and 405, in the API's error shape (Anthropic's, under the Memory Stores API)."""
     request_info(request.scope).setdefault("route", "-")
     if exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+        allowed = _allowed(request)
         message = f"{request.method} is not allowed here (allowed: {allowed})"
         error = ApiError("method_not_allowed", message, headers={"Allow": allowed})
     elif exc.status_code == 404:
@@ -144,6 +144,16 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     if request.url.path.startswith(MEMORY_STORES_PREFIX):
         return ANTHROPIC.response(error)
     return error_response(error)
+
+
+def _allowed(request: Request) -> str:
+    """The methods the request's path takes: each endpoint is a route of its own, and the router's 405 names only
+    those of the first whose path matched (``PUT /v1/memory_stores/{id}`` would say ``GET, HEAD``)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods
+    return ", ".join(sorted(methods))
 
 
 def _shown(request: Request) -> str:

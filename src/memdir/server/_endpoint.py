@@ -58,6 +58,10 @@ class ErrorStyle(Protocol):
 
     def response(self, exc: BaseException) -> Response: ...
 
+    def answered(self, response: Response) -> Response:
+        """A successful answer as that API's clients expect it (Anthropic's carry a ``request-id``)."""
+        ...
+
     def openapi(self, codes: tuple[str, ...]) -> dict[str, Any]:
         """The OpenAPI responses for these error codes."""
         ...
@@ -90,7 +94,8 @@ class Endpoint:
             request_info(request.scope)["route"] = self.openapi_path
             try:
                 principal = None if self.public else await services.gate.admit(request.scope)
-                return await self.handler(Call(request, principal, services))
+                answer = await self.handler(Call(request, principal, services))
+                return answer if self.errors_as is None else self.errors_as.answered(answer)
             except Exception as exc:
                 return exception_response(exc) if self.errors_as is None else self.errors_as.response(exc)
 
@@ -197,7 +202,8 @@ class Call:
         return "/" + "/".join(_decode_segment(s, whole) for s in parts[3:])
 
     def query_int(self, name: str, default: int, *, minimum: int = 0, maximum: int = _MAX_INT) -> int:
-        raw = self.request.query_params.get(name)
+        """An integer query parameter, sent at most once (``?limit=1&limit=100`` is no answer to guess at)."""
+        raw = self.query_text(name, max_chars=4300)
         if raw is None:
             return default
         bound = f" and at most {maximum}" if maximum < _MAX_INT else ""

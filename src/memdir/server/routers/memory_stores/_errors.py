@@ -88,6 +88,10 @@ class AnthropicErrors:
         kind, message, extra, headers = self._describe(exc)
         return error_response(kind, message, extra, headers)
 
+    def answered(self, response: Response) -> Response:
+        response.headers.setdefault("request-id", new_request_id())
+        return response
+
     def openapi(self, codes: tuple[str, ...]) -> dict[str, Any]:
         by_status: dict[int, set[str]] = {}
         for code in codes:
@@ -125,7 +129,7 @@ class AnthropicErrors:
 
 
 def error_response(kind: _Kind, message: str, extra: dict[str, Any], headers: dict[str, str]) -> Response:
-    request_id = "req_" + secrets.token_hex(12)
+    request_id = new_request_id()
     body = {"type": "error", "error": {"type": kind.type, "message": message, **extra}, "request_id": request_id}
     sent = {"request-id": request_id, **headers}
     if kind.status not in _RETRIED:
@@ -133,6 +137,11 @@ def error_response(kind: _Kind, message: str, extra: dict[str, Any], headers: di
     if kind.status == 401:
         sent.setdefault("WWW-Authenticate", 'Bearer realm="memdir"')
     return json_response(body, kind.status, sent)
+
+
+def new_request_id() -> str:
+    """An answer's ``request-id`` (the SDK's ``_request_id`` on a result, ``exc.request_id`` on an error)."""
+    return "req_" + secrets.token_hex(12)
 
 
 ANTHROPIC = AnthropicErrors()

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 _OPERATIONS = ("created", "modified", "deleted")
-_MAX_DEPTH = 20
+_MAX_DEPTH = 512  # deeper than any path (1,024 bytes) goes: other doors write more than the API's 20 segments
 
 
 async def create_memory(call: Call) -> Response:
@@ -138,7 +138,7 @@ def _version_filter(call: Call) -> VersionFilter:
     session, key = call.query_text("session_id", max_chars=256), call.query_text("api_key_id", max_chars=64)
     gte, lte = created_bounds(call)
     position = decode_page("versions", call.query_text("page", max_chars=200))
-    if position is not None and (len(position) != 1 or not isinstance(position[0], int)):
+    if position is not None and not (len(position) == 1 and _version_number(position[0])):
         raise InvalidRequestError("page: not a page token from this list (pass next_page as it came)")
     actor, by = (API_ACTOR, TOKEN_SESSION + key) if key is not None else ("model", session) if session else (None, None)
     # memdir has no service accounts; a version cannot be both an API key's and a session's either
@@ -147,6 +147,11 @@ def _version_filter(call: Call) -> VersionFilter:
         memory_id=call.query_text("memory_id", max_chars=64), operation=operation, actor=actor, session=by,
         nobody=nobody, created_gte=gte, created_lte=lte, before=None if position is None else position[0],
     )  # fmt: skip
+
+
+def _version_number(value: object) -> bool:
+    """A version number a page token may carry: one the database can compare (a forged 10**23 made it fail)."""
+    return type(value) is int and 0 < value < 2**63
 
 
 async def retrieve_version(call: Call) -> Response:

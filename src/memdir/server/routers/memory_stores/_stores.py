@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from ...._format import is_text
@@ -50,7 +51,7 @@ async def list_stores(call: Call) -> Response:
 
 
 def _store_position(position: list[Any]) -> tuple[float, str]:
-    if len(position) != 2 or not isinstance(position[0], int | float) or not isinstance(position[1], str):
+    if len(position) != 2 or not isinstance(position[1], str) or not _time(position[0]):
         raise InvalidRequestError("page: not a page token from this list (pass next_page as it came)")
     return float(position[0]), position[1]
 
@@ -128,3 +129,8 @@ async def delete_store(call: Call) -> Response:
 
     await call.run(delete, writes=True, namespace=record.id, caller=api_caller(call))
     return json_response({"type": "memory_store_deleted", "id": record.id})
+
+
+def _time(value: object) -> bool:
+    """A creation time a page token may carry: a finite number (JSON as Python reads it has NaN and Infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
