@@ -26,6 +26,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -213,27 +214,51 @@ def import_namespace(
     *,
     limits: ArchiveLimits = ArchiveLimits(),
     progress: Callable[[int, int], None] | None = None,
+    rehearsal: Store | None = None,
 ) -> ArchiveSummary:
     """Replay an archive's history into ``store``'s namespace, which must be empty.
 
-    The archive is checked in full first (`ArchiveError`, nothing written, when any part is wrong).
+    The archive is checked in full first (`ArchiveError`, nothing written, when any part is wrong). With a
+    ``rehearsal`` (an empty store under the same rules: `memdir.gate.GatedStore.rehearsal`), the whole history is
+    replayed there first: a version the rules refuse (over a limit, a secret in a name or in bytes) then stops the
+    import before anything is written, rather than half-way, leaving a namespace that is no longer empty.
     """
     with _open_zip(path) as zf:
         reader = _Reader(zf, limits)
         summary, versions = reader.verify()
         _require_empty(store)
-        for done, version in enumerate(versions, start=1):
-            try:
-                store.import_version(version, _content_for(reader, version))
-            except MemdirError as exc:
-                raise ArchiveError(
-                    f"the import stopped at version {version.version} ({done} of {len(versions)}): {exc.reason}; "
-                    f"the namespace holds the {done - 1} versions before it"
-                ) from exc
-            if progress is not None:
-                progress(done, len(versions))
+        if rehearsal is not None:
+            _replay(rehearsal, reader, versions, None, rehearsing=True)
+        _replay(store, reader, versions, progress, rehearsing=False)
         _redact_stand_ins(store, reader.redacted)
     return summary
+
+
+_PRUNE_EVERY = 256  # versions: a rehearsal keeps what its files hold now, not a second copy of the whole history
+
+
+def _replay(
+    store: Store,
+    reader: _Reader,
+    versions: list[Version],
+    progress: Callable[[int, int], None] | None,
+    *,
+    rehearsing: bool,
+) -> None:
+    for done, version in enumerate(versions, start=1):
+        try:
+            store.import_version(version, _content_for(reader, version))
+        except MemdirError as exc:
+            where = f"version {version.version} ({done} of {len(versions)}): {exc.reason}"
+            if rehearsing:
+                raise ArchiveError(f"the import would stop at {where}; nothing was imported") from exc
+            raise ArchiveError(
+                f"the import stopped at {where}; the namespace holds the {done - 1} versions before it"
+            ) from exc
+        if rehearsing and done % _PRUNE_EVERY == 0:
+            store.prune_history(math.inf)
+        if progress is not None:
+            progress(done, len(versions))
 
 
 def _redact_stand_ins(store: Store, redacted: set[str]) -> None:

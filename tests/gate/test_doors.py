@@ -213,6 +213,24 @@ def test_the_archive_import(server: LiveServer, server_root: Path, http: httpx.C
     assert_nowhere(server_root, secret)
 
 
+def test_an_archive_the_gate_would_stop_half_way_imports_nothing(http: httpx.Client, tmp_path: Path) -> None:
+    """Tried first in memory under the same rules: the version over the limit stops the import before the two
+    before it are written, so the namespace is still empty and the import can be made again once fixed."""
+    source = open_store("memory:")
+    for name in ("a.md", "b.md"):
+        source.write(f"/memories/{name}", b"fine\n")
+    source.write("/memories/big.md", b"x" * (LIMIT + 1))
+    export_namespace(source, tmp_path / "a.zip")
+    answer = http.post(
+        "/v1/import", content=(tmp_path / "a.zip").read_bytes(), headers={"Content-Type": "application/zip"}
+    )
+    assert answer.status_code == 422, answer.text
+    assert "would stop at version 3 (3 of 3)" in answer.json()["error"]["message"]
+    assert "nothing was imported" in answer.json()["error"]["message"]
+    assert http.get("/v1/usage").json() == {"files": 0, "bytes": 0}
+    assert http.get("/v1/log").json()["versions"] == []
+
+
 def test_remote_store_writes(server: LiveServer, server_root: Path, http: httpx.Client) -> None:
     secret = aws_key()
     with open_store(server.url_for("alice")) as remote:

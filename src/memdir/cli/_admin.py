@@ -90,7 +90,8 @@ def import_(state: Context, file: str) -> None:
     if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
         store = store.with_caller(admin=True)
     with _progress("Importing") as progress, _source(file) as path:
-        summary = import_namespace(store, path, progress=progress)
+        rehearsal = store.rehearsal() if isinstance(store, GatedStore) else None
+        summary = import_namespace(store, path, progress=progress, rehearsal=rehearsal)
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Imported {file} into namespace {store.namespace!r}: {files}, {versions}.")
 

@@ -42,6 +42,7 @@ from ..policy.audit import AuditEntry, audit_log
 from ..policy.quarantine import Quarantine
 from ..store._base import Store
 from ..store._records import ANY, MISSING, Origin, as_path, sha256_hex
+from ..store.memory import MemoryStore
 from ._caller import Caller
 from ._limits import as_text, check_size, effective_quota, image_name, is_image, readable_runs
 from ._provenance import origin_of, provenance_of, request_key
@@ -106,6 +107,13 @@ class GatedStore(Store):
         if all(getattr(caller, name) == value for name, value in changes.items()):
             return self  # the same caller (a server's tool for the gate it made): nothing to copy
         return self._twin(dataclasses.replace(caller, **changes))
+
+    def rehearsal(self) -> GatedStore:
+        """This gate's caller and rules over an empty store in memory, auditing nothing: where a replay is tried
+        first, so that one the gate would stop half-way writes nothing at all (`memdir.archive.import_namespace`)."""
+        return GatedStore(
+            MemoryStore(namespace=self.namespace), self.caller, dataclasses.replace(self.rules, audit=False)
+        )
 
     def with_rules(self, rules: Rules) -> GatedStore:
         twin = self._twin(self.caller)  # (also forgets the labels worked out under the old policy)

@@ -65,7 +65,7 @@ async def import_(call: Call) -> Response:
         def replay(store: GatedStore) -> ArchiveSummary:
             # Each version through the gate: screened, audited, and recorded as the caller's, now (only an admin
             # caller's import keeps the actors and times the archive carries).
-            return import_namespace(store, archive)
+            return import_namespace(store, archive, rehearsal=store.rehearsal())
 
         summary = await call.run(replay, writes=True)
     return json_response(asdict(summary))
