@@ -410,3 +410,65 @@ def test_diagnose_returns_findings(base: Path) -> None:
     )
     assert diagnose(str(base), repair=True).ok
     assert diagnose(str(base)).findings == []
+
+
+def _damage_page(path: Path, name: str) -> None:
+    """Overwrite the root page of the b-tree ``name`` (an index) with garbage: the tables stay readable."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        (size,) = conn.execute("PRAGMA page_size").fetchone()
+    with path.open("r+b") as f:
+        f.seek((root - 1) * size)
+        f.write(b"\xa5" * size)
+
+
+def test_a_damaged_index_keeps_the_history_it_can_still_read(run: Run, base: Path) -> None:
+    """Damage in an index's own b-tree (a tester's 2,000 bytes at offset 8192) leaves every version readable: the
+    repair copies them into a new index, where it used to rebuild from the files and keep one version each."""
+    index = base / ".memdir" / "index.db"
+    _damage_page(index, "versions_by_path")
+    assert "the history index is damaged" in run("doctor", store=str(base)).stdout
+    result = run("doctor", "--repair", store=str(base))
+    assert result.exit_code == 0, result.stdout
+    assert re.search(
+        r"repaired: \d+ rows of history salvaged into a new index; the damaged one is kept as", result.stdout
+    )
+    with open_store(str(base)) as store:
+        assert [(v.version, v.actor) for v in store.history("/memories/a.md")] == [(1, "model"), (2, "model")]
+    assert run("doctor", store=str(base)).stdout.endswith("No problems found.\n")
+
+
+def test_an_index_that_cannot_be_read_for_a_full_disk_is_not_repaired(
+    run: Run, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's "disk is full" or "disk I/O error" says nothing of damage: the doctor says so and changes nothing
+    (it used to call the index damaged, and --repair set a sound history aside for an empty index)."""
+    from memdir.doctor import _shared
+
+    def full(path: Path) -> sqlite3.Connection:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
+        raise error
+
+    index = base / ".memdir" / "index.db"
+    before = index.read_bytes()
+    monkeypatch.setattr(_shared, "open_readonly", full)
+    result = run("doctor", "--repair", store=str(base))
+    assert result.exit_code == 1
+    assert "could not be checked (database or disk is full; is the disk full?): nothing was changed" in result.stdout
+    assert index.read_bytes() == before and not list(index.parent.glob("index.db.*"))
+
+
+def test_a_damaged_auxiliary_database_is_found_and_salvaged(run: Run, base: Path) -> None:
+    """The audit log, review queue and search index: damaged, their commands send the user to the doctor, which
+    used to find nothing."""
+    with open_store(str(base)) as store:
+        store.search("alpha")  # the search index, in aux.db
+    aux = base / ".memdir" / "aux.db"
+    _damage_page(aux, "sqlite_autoindex__memdir_migrations_1")
+    result = run("doctor", store=str(base))
+    assert result.exit_code == 1 and "aux.db: the audit, review and search database is damaged" in result.stdout
+    repaired = run("doctor", "--repair", store=str(base))
+    assert repaired.exit_code == 0 and "salvaged into a new database" in repaired.stdout
+    assert run("doctor", store=str(base)).stdout.endswith("No problems found.\n")

@@ -5,10 +5,16 @@ It works from the store's URL, not through `open_store`: the point is to help wh
 
 Directory store (``PATH``, ``file:PATH``)
     - the sidecar index (``.memdir/index.db``) missing, or damaged (not a database, ``PRAGMA
-      integrity_check`` failing): repair moves the damaged file aside (``index.db.corrupt-<UTC time>``, with
-      its ``-wal``/``-shm``; never deleted) and rebuilds the index from the files on disk. Each current file
-      becomes one version, op ``import``, actor ``import``, timed at the file's mtime; the older history is
-      in the file moved aside, for a person (or a future tool) to dig out;
+      integrity_check`` failing): repair copies what can still be read of it into a new index (as for a SQLite
+      store, below: damage in an index's own b-tree loses nothing), and only when nothing can be read, or
+      there is no index, rebuilds it from the files on disk: each current file becomes one version, op
+      ``import``, actor ``import``, timed at the file's mtime. The damaged file is moved aside
+      (``index.db.corrupt-<UTC time>``, with its ``-wal``/``-shm``; never deleted), and only once its
+      replacement is complete, so a repair that fails (a full disk) changes nothing;
+    - a database SQLite cannot read for another reason than damage (a full disk, an I/O error): reported as
+      that, and nothing is repaired (a sound history is never set aside for it);
+    - the auxiliary database (``.memdir/aux.db``: audit log, review queue, search index) damaged: repair
+      copies what can be read into a new one;
     - namespace counters that disagree with the index, versions whose content is missing (as for SQLite);
     - changes committed to the index but not yet put in place on disk (a writer killed between the two):
       reported; memdir finishes them when the namespace is next used, and repair does it now. Their temporary

@@ -16,8 +16,18 @@ from ..paths import ROOT, MemoryPath, is_valid_segment, parse
 from ..store._fs import DIR_MODE, TEMP_PREFIX, linked, open_root, read_at, scan_tree, walk
 from ..store._records import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_hex
 from ..store._sql import PendingOp, SqlIndex, connect, pending_by_namespace
-from ..store.directory import INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
-from ._shared import check_mode, check_schema, create_private, damage_of, move_aside, open_readonly, plural
+from ..store.directory import AUX_NAME, INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
+from ._shared import (
+    Unchecked,
+    check_mode,
+    check_schema,
+    create_private,
+    damage_of,
+    move_aside,
+    open_readonly,
+    plural,
+    salvage,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -50,7 +60,12 @@ class DirectoryDoctor:
             self.report.add("error", str(self.base), "no memdir directory store at this location")
             return
         check_mode(self.report, ".", os.stat(self.base), self.base.parent, self.base.name, self.repair)
-        damage = damage_of(self.index) if self.index.exists() else None
+        try:
+            damage = damage_of(self.index) if self.index.exists() else None
+            self._check_aux()
+        except Unchecked as exc:
+            self.report.add("error", f"{SIDECAR}/{INDEX_NAME}", str(exc))
+            return
         if self.index.exists() and damage is None:
             self._pending_changes()  # first: a repair puts them in place before the walk looks for leftovers
         self._walk_tree()
@@ -118,18 +133,60 @@ class DirectoryDoctor:
         return False
 
     def _rebuild(self) -> str:
-        aside = move_aside(self.index) if self.index.exists() else None
+        """What can be read of a damaged index is kept (its history: rows on damaged pages aside), and only an
+        index nothing can be read of, or none, is rebuilt from the files on disk. Either way the new index is
+        complete before the old one is moved aside: a repair that fails (a full disk) changes nothing."""
+        if self.index.exists():
+            salvaged = salvage(self.index)
+            if salvaged is not None:
+                rows, aside = salvaged
+                kept = f"the damaged one is kept as {aside.name}"
+                return f"{plural(rows, 'row')} of history salvaged into a new index; {kept}"
+        new = self.index.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
         self.index.parent.mkdir(mode=DIR_MODE, exist_ok=True)
-        create_private(self.index)
+        create_private(new)
+        try:
+            files = self._record_all(new)
+        except BaseException:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(new.with_name(new.name + suffix))
+            raise
+        old = move_aside(self.index) if self.index.exists() else None
+        os.rename(new, self.index)
+        kept = f"the damaged index is kept as {old.name}; " if old is not None else ""
+        return f"{kept}index rebuilt from the {plural(files, 'file')} on disk (op and actor `import`)"
+
+    def _record_all(self, path: Path) -> int:
         files = 0
         for namespace, root in self._namespaces():
-            index = SqlIndex(self.index, namespace)
+            index = SqlIndex(path, namespace)
             try:
                 files += self._record_files(index, root)
             finally:
                 index.close()
-        kept = f"the damaged index is kept as {aside.name}; " if aside is not None else ""
-        return f"{kept}index rebuilt from the {plural(files, 'file')} on disk (op and actor `import`)"
+        return files
+
+    def _check_aux(self) -> None:
+        """The auxiliary database (audit log, review queue, search index): damaged, the commands that use it fail
+        and send the user here; a repair keeps what can be read of it."""
+        aux = self.base / SIDECAR / AUX_NAME
+        damage = damage_of(aux) if aux.exists() else None
+        if damage is None:
+            return
+        index = self.report.add(
+            "error", f"{SIDECAR}/{AUX_NAME}", f"the audit, review and search database is damaged ({damage})"
+        )
+        if self.repair:
+            self.report.repaired(index, functools.partial(self._salvage_aux, aux))
+
+    def _salvage_aux(self, aux: Path) -> str:
+        salvaged = salvage(aux)
+        if salvaged is None:
+            aside = move_aside(aux)
+            return f"nothing in it could be read: it is kept as {aside.name}, and a new one is made when next used"
+        rows, aside = salvaged
+        return f"{plural(rows, 'row')} salvaged into a new database; the damaged one is kept as {aside.name}"
 
     def _record_files(self, index: SqlIndex, root: Path) -> int:
         with _writer_lock(root) as handle, index.transaction("rebuild the index") as conn:

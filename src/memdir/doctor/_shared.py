@@ -17,21 +17,105 @@ if TYPE_CHECKING:
 
     from ._report import Report
 
-__all__ = ["check_mode", "check_schema", "create_private", "damage_of", "move_aside", "open_readonly", "plural"]
+__all__ = [
+    "Unchecked",
+    "check_mode",
+    "check_schema",
+    "create_private",
+    "damage_of",
+    "is_damage",
+    "move_aside",
+    "open_readonly",
+    "plural",
+    "salvage",
+]
+
+
+class Unchecked(Exception):
+    """The database could not be checked at all (a full disk, an I/O error, a lock): that says nothing about
+    damage, and nothing may be repaired on the strength of it."""
 
 
 def damage_of(path: Path) -> str | None:
-    """Why the database at ``path`` is damaged, or None when SQLite finds it sound."""
+    """Why the database at ``path`` is damaged, or None when SQLite finds it sound. `Unchecked` when SQLite
+    could not read it for another reason than damage: a repair would then set aside a sound history."""
     # SQLite reads the header itself: a plain open()/close() here would drop every SQLite lock this process
     # holds on the file (POSIX closes all of a process's locks on a file with any of its descriptors).
     try:
         with contextlib.closing(open_readonly(path)) as conn:
             rows = conn.execute("PRAGMA integrity_check").fetchall()
     except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise Unchecked(f"it could not be checked ({exc}; is the disk full?): nothing was changed") from exc
         return str(exc)
     if rows != [("ok",)]:
         return f"integrity check failed: {rows[0][0]}"
     return None
+
+
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite's error says the file is damaged (or no database at all), not that it could not be read."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if name is not None:
+        return str(name).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+    return type(exc) is sqlite3.DatabaseError  # raised without a code: "malformed", "not a database"
+
+
+def salvage(path: Path) -> tuple[int, Path] | None:
+    """Copy every readable row of the damaged database at ``path`` into a new file, which then replaces it (the
+    original is moved aside, never deleted): the number of rows kept and where the original went, or None when
+    nothing at all could be read
+    (``path`` is then left as it is). Nothing is moved before the copy is complete: a repair that fails (a full
+    disk) leaves the files as they were."""
+    copy = path.with_name(f"{path.name}.salvage-{os.getpid()}")
+    create_private(copy)
+    try:
+        rows = _copy_readable(path, copy)
+    except sqlite3.DatabaseError as exc:
+        copy.unlink()
+        if not is_damage(exc):
+            raise
+        return None
+    except BaseException:
+        copy.unlink()
+        raise
+    aside = move_aside(path)
+    os.rename(copy, path)
+    return rows, aside
+
+
+def _copy_readable(source: Path, dest: Path) -> int:
+    """Copy every table's readable rows from ``source`` into ``dest``; the number of rows copied.
+    `sqlite3.DatabaseError` when not even the schema can be read."""
+    with contextlib.closing(open_readonly(source)) as src, contextlib.closing(sqlite3.connect(dest)) as dst:
+        schema = src.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+        tables = [(name, sql) for kind, name, sql in schema if kind == "table" and not name.startswith("sqlite_")]
+        copied = 0
+        for name, sql in tables:
+            with contextlib.suppress(sqlite3.DatabaseError):  # a table that cannot be read is lost, not the rest
+                dst.execute(sql)
+                copied += _copy_table(src, dst, name)
+        for kind, _, sql in schema:
+            if kind in ("index", "trigger"):
+                with contextlib.suppress(sqlite3.Error):
+                    dst.execute(sql)
+        dst.commit()
+        return copied
+
+
+def _copy_table(src: sqlite3.Connection, dst: sqlite3.Connection, name: str) -> int:
+    """Rows read in key order until a damaged page stops the scan, then in reverse key order from the other
+    end: only the rows on damaged pages are lost."""
+    quoted = '"' + name.replace('"', '""') + '"'
+    columns = src.execute(f"PRAGMA table_info({quoted})").fetchall()
+    keys = [f'"{c[1]}"' for c in sorted(columns, key=lambda c: c[5]) if c[5]] or ["rowid"]
+    marks = ",".join("?" * len(columns))
+    for order in ("ASC", "DESC"):
+        query = f"SELECT * FROM {quoted} ORDER BY " + ", ".join(f"{k} {order}" for k in keys)
+        with contextlib.suppress(sqlite3.DatabaseError):
+            for row in src.execute(query):
+                dst.execute(f"INSERT OR IGNORE INTO {quoted} VALUES ({marks})", row)
+    return int(dst.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0])
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
