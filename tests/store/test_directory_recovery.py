@@ -369,3 +369,64 @@ def test_a_change_counts_in_memory_and_a_failed_one_counts_nothing(base: Path) -
     assert versions == list(range(1, len(versions) + 1))
     last, files, size, highest, total = counters(base)
     assert (last, files, size) == (highest, 2, total) == (versions[-1], 2, len(b"edited by hand\n") + 6)
+
+
+@pytest.mark.parametrize("edit", ["append", "replace", "create"])
+def test_an_outside_edit_while_a_write_is_in_flight_is_not_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """Another program writes the file after memdir read it and before the COMMIT (the temporary file's fsync is
+    the long part of that window): the write is refused, nothing of it lands, and the edit stays, recorded as an
+    ``external`` version. It used to be renamed over, with no version anywhere (a tester lost 16 of 50 appends)."""
+    from memdir.errors import ConflictError
+    from memdir.store import _writer
+
+    base = tmp_path / "store"
+    note = base / "memories" / "a.md"
+    with open_store(str(base)) as store:
+        if edit != "create":
+            store.write("/memories/a.md", b"old\n", op="create", origin=USER)
+        real = _writer._fs.write_temp
+
+        def meanwhile(*args: object, **options: object) -> str:
+            if edit == "replace":  # an editor: a new file renamed over the old
+                (base / "memories" / "b.tmp").write_bytes(b"by hand\n")
+                (base / "memories" / "b.tmp").rename(note)
+            else:
+                with note.open("ab") as f:
+                    f.write(b"by hand\n")
+            return real(*args, **options)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_writer._fs, "write_temp", meanwhile)
+        with pytest.raises(ConflictError, match="changed on disk by another program"):
+            if edit == "create":
+                store.write("/memories/a.md", b"new\n", op="create", origin=USER)
+            else:
+                store.update("/memories/a.md", lambda before: before.content + b"by memdir\n", origin=USER)
+        monkeypatch.setattr(_writer._fs, "write_temp", real)
+        expected = b"by hand\n" if edit in ("replace", "create") else b"old\nby hand\n"
+        assert note.read_bytes() == expected
+        assert store.read("/memories/a.md").content == expected
+        assert [v.actor for v in store.history("/memories/a.md")][-1] == "external"
+        assert not [p for p in (base / "memories").iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+def test_the_tool_says_the_file_changed_on_disk_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdir import MemoryTool
+    from memdir.store import _writer
+
+    base = tmp_path / "store"
+    with open_store(str(base)) as store, MemoryTool(store) as tool:
+        tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "old\n"})
+        real = _writer._fs.write_temp
+
+        def meanwhile(*args: object, **options: object) -> str:
+            (base / "memories" / "a.md").write_bytes(b"by hand\n")
+            return real(*args, **options)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_writer._fs, "write_temp", meanwhile)
+        result = tool.execute({"command": "str_replace", "path": "/memories/a.md", "old_str": "old", "new_str": "x"})
+        assert result.is_error and result.text == (
+            "Error: /memories/a.md was changed on disk by another program while it was being written; nothing was "
+            "written: read it again"
+        )

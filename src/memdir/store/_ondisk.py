@@ -78,11 +78,13 @@ class ChangesOnDisk:
         def _open(self) -> _fs.DirHandle: ...
         def _locked(self) -> AbstractContextManager[tuple[_fs.DirHandle, sqlite3.Connection | None]]: ...
         def _stamps(self, rows: Mapping[str, IndexRow]) -> dict[str, str | None]: ...
+        def _expect(self, target: MemoryPath, stamp: str | None) -> None: ...
 
     def _observe(self, root: _fs.DirHandle, conn: sqlite3.Connection | None, target: MemoryPath) -> FileData:
         """Read ``target`` under the lock, recording an outside edit as a version first."""
         with _fs.walk(root, target.parent) as parent:
             content, st = _fs.read_at(parent, target.name, target)
+        self._expect(target, st.stamp)
         sha = sha256_hex(content)
         if self._index is None or conn is None:
             return FileData(target, content, version_token(st), sha, st.mtime)
@@ -112,6 +114,7 @@ class ChangesOnDisk:
             return self._observe(root, conn, target)
         # Nothing there, or a FIFO/socket/device, which `view` reports as missing: the write's rename(2)
         # replaces that entry without ever opening it.
+        self._expect(target, None)
         if self._index is not None and conn is not None:
             gone = self._index.get(conn, target.key)
             if gone is not None:  # deleted outside memdir since we last looked

@@ -52,6 +52,9 @@ class Pending:
     seen: dict[str, str] = field(default_factory=dict)  # stamps already taken by ``apply`` (key -> stamp)
     emptied: list[MemoryPath] = field(default_factory=list)  # directories ``apply`` may have left empty
     ops: list[PendingOp] = field(default_factory=list)  # ``apply`` as rows, for a roll-forward after a crash
+    # What each file a change replaces was on disk when read (key -> stamp; None: no file), checked again just
+    # before the COMMIT (`memdir.store._writer.WriteProtocol._unchanged`): another program's edit meanwhile.
+    expect: dict[str, str | None] = field(default_factory=dict)
 
     def roll_back(self) -> None:
         undo = self._take()

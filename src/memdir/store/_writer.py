@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..errors import MemdirError, StorageError, storage_error_from_os
+from ..errors import ConflictError, MemdirError, StorageError, storage_error_from_os
 from . import _fs
 from ._base import key_path
 from ._fileops import after_commit, discard, install, rename_noreplace
@@ -107,6 +107,7 @@ class WriteProtocol:
                         self._index.begin_change(conn)
                     self._record_noted(conn, noted, clear=False)
                     yield root, conn
+                    _unchanged(root, pending)
                     # Committed with the versions they make visible, in place of those noted done (which is all
                     # there can be: any other was finished above).
                     self._index.end_change(conn, pending.ops)
@@ -126,6 +127,12 @@ class WriteProtocol:
     def _pending(self) -> Pending | None:
         pending: Pending | None = getattr(self._local, "pending", None)
         return pending
+
+    def _expect(self, target: MemoryPath, stamp: str | None) -> None:
+        """Note what ``target`` was on disk when the command read it (``stamp``; None: no file), for `_unchanged`."""
+        pending = self._pending()
+        if pending is not None:
+            pending.expect[target.key] = stamp
 
     def _will_apply(self, op: PendingOp) -> None:
         pending = self._pending()
@@ -299,3 +306,18 @@ def _untracked(
         size,
         key_path(moved.path) if moved is not None else None,
     )
+
+
+def _unchanged(root: _fs.DirHandle, pending: Pending) -> None:
+    """`ConflictError` when a file the command read has changed on disk since (another program wrote it: the
+    writer lock keeps out memdir's writers only), so the COMMIT does not go on to rename over that edit unseen.
+    Checked after the slow part (the temporary file's ``fsync``): what is left is the COMMIT and the rename."""
+    for key, stamp in pending.expect.items():
+        target = key_path(key)
+        with _fs.walk(root, target.parent) as parent:
+            st = _fs.lstat_at(parent, target.name)
+        if (None if st is None else _fs.stamp_of(st).stamp) != stamp:
+            raise ConflictError(
+                f"{target.virtual} was changed on disk by another program while it was being written; nothing was "
+                "written: read it again"
+            )

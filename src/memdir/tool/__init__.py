@@ -26,6 +26,7 @@ from ..automemory import AutoMemory, AutoMemoryConfig, load_auto_memory
 from ..errors import (
     AlreadyExistsError,
     BlockedError,
+    ConflictError,
     CorruptStoreError,
     FileTooLargeError,
     HeldError,
@@ -189,6 +190,8 @@ class MemoryTool:
         except StorageError as exc:
             text = f"Error: The memory store could not complete the `{name}` command: {exc}"
             return ToolResult(text, is_error=True, temporary=isinstance(exc, StorageUnavailableError))
+        except ConflictError as exc:  # another program wrote the file while the command did (directory store)
+            return error(f"Error: {exc}")
         except QuotaError as exc:
             return render.over_quota(exc)
         except FileTooLargeError as exc:
