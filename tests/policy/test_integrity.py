@@ -138,3 +138,20 @@ def test_a_remote_store_is_verified_by_its_server(tmp_path: Path) -> None:
         tampered = verify(remote).history
         assert tampered is not None and [(b.kind, b.first) for b in tampered.breaks] == [("edited", 1)]
         assert remote.verify_chain() == tampered
+
+
+def test_a_history_index_lost_under_the_audit_log_is_reported(tmp_path: Path) -> None:
+    """A directory store's index deleted (or its WAL lost) starts a new history whose own chain is intact: the audit
+    log, which recorded the versions written, is what says versions were lost."""
+    base = tmp_path / "store"
+    with open_store(str(base)) as store, MemoryTool(store) as tool:
+        for text in ("one", "two", "three"):
+            tool.execute({"command": "create", "path": f"/memories/{text}.md", "file_text": text})
+    for name in ("index.db", "index.db-wal", "index.db-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            (base / ".memdir" / name).unlink()
+    with open_store(str(base)) as store:
+        report = verify(store)
+    assert not report.ok and report.history is not None
+    (lost,) = report.history.breaks
+    assert lost.kind == "truncated" and "the audit log records version 3, but the history ends at" in lost.detail

@@ -139,7 +139,8 @@ HISTORY = [
     ),
     pytest.param(
         "DELETE FROM {p}versions WHERE version >= 5; UPDATE {p}namespaces SET last_version = 4",
-        [("head", 4, 4, None, None)],
+        # The head no longer matches; and the audit log, which recorded versions 5 and 6, says they were lost.
+        [("head", 4, 4, None, None), ("truncated", 5, 6, 4, None)],
         "head       history: the chain's head does not match the newest version (4): newer ones were deleted and the "
         "count lowered, or this one was changed and its chain value recomputed, or the head was changed",
         id="the newest versions deleted and the count lowered",

@@ -314,6 +314,15 @@ class AuditLog:
             earlier, strays = _unchained(conn, self.namespace)
             return walk.run(_entry_rows(conn, self.namespace), earlier=earlier, strays=strays)
 
+    def highest_version(self) -> int | None:
+        """The highest version number an entry records (a write's), after a flush: `memdir verify` compares it with
+        the history's last, which it cannot be above unless versions were lost."""
+        self.flush()
+        self._ensure()
+        with self._db.reading("read the audit log") as conn:
+            (highest,) = conn.execute("SELECT max(version) FROM audit WHERE ns = ?", (self.namespace,)).fetchone()
+        return None if highest is None else int(highest)
+
     def last_access(self) -> dict[str, float]:
         """The last read or write of each path the log has seen (pending entries included)."""
         self._ensure()

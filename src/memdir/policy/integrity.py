@@ -20,12 +20,13 @@ A store on a memdir server is checked by the server (``GET /v1/verify``), where 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import HistoryUnavailableError, NotFoundError
 from ..paths import MemoryPath
-from ..store._chain import ChainReport
+from ..store._chain import ChainBreak, ChainReport
 from ..store._records import sha256_hex
 from ..store.directory import DirectoryStore
 from ..store.remote import RemoteStore
@@ -105,7 +106,21 @@ def verify(store: Store) -> IntegrityReport:
     with _untouched_view(store) as view:
         discrepancies, files = _check_files(view)
         history = _chain_or_none(view)
-    return IntegrityReport(files, discrepancies, history, audit_log(store).verify_chain())
+    log = audit_log(store)
+    return IntegrityReport(files, discrepancies, _against_audit(history, log.highest_version()), log.verify_chain())
+
+
+def _against_audit(history: ChainReport | None, audited: int | None) -> ChainReport | None:
+    """``history``, with a break when the audit log records a version beyond its last: the history was cut off
+    or replaced (a directory store's index deleted, or its WAL lost, starts a new one whose own chain is intact)."""
+    if history is None or audited is None or audited <= history.last:
+        return history
+    detail = (
+        f"the audit log records version {audited}, but the history ends at {history.last}: versions were lost "
+        "(the history index deleted or replaced?)"
+    )
+    lost = ChainBreak("truncated", history.last + 1, audited, history.last or None, None, detail)
+    return dataclasses.replace(history, breaks=(*history.breaks, lost))
 
 
 def _chain_or_none(view: Store) -> ChainReport | None:
