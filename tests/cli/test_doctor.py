@@ -168,6 +168,23 @@ def test_names_contents_and_file_types_memdir_cannot_use_are_reported_only(run: 
     assert sorted(os.listdir(root)) == [".hidden.md", "a.md", "bad\udcff.md", "bin.md", "d", "pic.png", "pipe.md"]
 
 
+def test_a_file_too_large_to_read_is_reported_only(run: Run, base: Path) -> None:
+    giant = base / "memories" / "d" / "build.log.md"
+    with open(giant, "wb") as fh:
+        fh.truncate(64 * 1024 * 1024 + 1)  # sparse: one byte over what memdir reads, costing no disk
+    os.chmod(giant, 0o600)
+
+    result = run("doctor", "--repair", store=str(base))
+    assert (result.exit_code, result.stdout) == (
+        1,
+        f"Checking {base} (directory store)\n"
+        "warning memories/d/build.log.md: too large to read (67,108,865 bytes, more than 64 MiB): memdir ignores it;"
+        " the model cannot see it\n"
+        "1 problem found, 0 repaired, 1 remaining.\n",
+    )
+    assert giant.stat().st_size == 64 * 1024 * 1024 + 1
+
+
 def test_files_changed_outside_memdir_are_recorded(run: Run, base: Path) -> None:
     (base / "memories" / "a.md").write_bytes(b"edited in vim\n")
     (base / "memories" / "d" / "b.md").unlink()

@@ -225,3 +225,60 @@ def test_cat_never_follows_a_symlink_out_of_a_directory_store(run: Run, tmp_path
     os.symlink(tmp_path / "secret.txt", tmp_path / "store" / "memories" / "link.md")
     result = run("cat", "/memories/link.md", store=str(tmp_path / "store"))
     assert_one_line_error(result, "Path /memories/link.md would escape /memories directory")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["history", "/memories/a.md"], ["verify"], ["ls"], ["cat", "/memories/a.md"], ["export", "-"]],
+    ids=["history", "verify", "ls", "cat", "export"],
+)
+def test_a_reader_that_closed_its_end_of_the_pipe_ends_the_command_quietly(tmp_path: Path, args: list[str]) -> None:
+    """As ``memdir history ... | head -1`` once head has its line: nothing on stderr and exit status 1, as the
+    Python docs' note on SIGPIPE has it. The pipe's reading end is closed before memdir writes a byte; stdout is
+    buffered as it is for a user (unbuffered, a small export would not be left to the flush at exit)."""
+    import subprocess
+    import sys
+
+    url = str(tmp_path / "store")
+    with open_store(url) as store:
+        for n in range(3):
+            store.write("/memories/a.md", f"v{n}\n".encode())
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memdir", "--store", url, *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr.decode()) == (1, "")
+
+
+def test_output_still_buffered_when_a_command_ends_is_dropped_quietly_for_a_closed_pipe() -> None:
+    """What a command leaves in stdout's buffer is flushed by `memdir.cli.main`, which answers a closed pipe with
+    exit status 1, where the interpreter's own flush at exit would print "Exception ignored" and exit 120."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "from memdir.cli import cli, main\n"
+        "cli.command('buffered')(lambda: sys.stdout.write('left in the buffer\\n'))\n"
+        "sys.argv = ['memdir', 'buffered']\n"
+        "main()\n"
+    )
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", program], stdout=write_end, stderr=subprocess.PIPE, env=env, check=False
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr.decode()) == (1, "")

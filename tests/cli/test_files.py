@@ -219,3 +219,23 @@ def test_the_commands_work_the_same_on_every_backend(run: Run, backend: str, tmp
         assert run("diff", "/memories/d/b.md", "1", store=url).stdout.endswith(" one\n-two\n+2\n")
         assert run("restore", "/memories/d/b.md", "1", store=url).stdout == "4\n"
         assert store.read("/memories/d/b.md").content == b"one\ntwo\n"
+
+
+def test_a_giant_file_in_a_directory_store_does_not_stop_the_commands_that_read_every_file(
+    run: Run, tmp_path: Path
+) -> None:
+    url = str(tmp_path / "store")
+    with open_store(url) as store:
+        store.write("/memories/note.md", b"important note\n")
+    with open(tmp_path / "store" / "memories" / "build.log.md", "wb") as fh:
+        fh.truncate(64 * 1024 * 1024 + 1)  # sparse: one byte over what memdir reads, costing no disk
+    assert run("ls", store=url).stdout.split("\t")[0] == "/memories/note.md"
+    for command in (["ls"], ["verify"], ["export", str(tmp_path / "out.zip")], ["search", "note"], ["reindex"]):
+        result = run(*command, store=url)
+        assert result.exit_code == 0, (command, result.stderr)
+        assert "build.log" not in result.stdout + result.stderr, command
+    result = run("cat", "/memories/build.log.md", store=url)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: /memories/build.log.md is 67,108,865 bytes, too large to read\n",
+    )

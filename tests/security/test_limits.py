@@ -487,3 +487,22 @@ def test_a_giant_planted_file_is_refused_without_reading_it(tmp_path: Path) -> N
     assert huge.is_error and "over the limit of 5,242,880 bytes" in huge.text
     assert time.perf_counter() - started < 10
     store.close()
+
+
+def test_a_giant_planted_file_is_left_out_of_listings_and_of_outside_edits(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "store"))
+    tool = MemoryTool(store)
+    run(tool, command="create", path="/memories/note.md", file_text="a note\n")
+    memories = tmp_path / "store" / "memories"
+    (memories / "logs").mkdir()
+    for giant in (memories / "build.log.md", memories / "logs" / "big.md"):
+        with open(giant, "wb") as fh:  # sparse: costs no disk, but claims 64 MiB + 1
+            fh.truncate(64 * MIB + 1)
+    assert [e.path.virtual for e in store.list_files()] == ["/memories/note.md"]
+    listing = run(tool, command="view", path="/memories")
+    assert not listing.is_error and "build.log" not in listing.text and "big.md" not in listing.text
+    assert [(v.op, v.path.virtual) for v in store.log()] == [("create", "/memories/note.md")]
+    # Asked for by name, it is still refused plainly.
+    giant = run(tool, command="view", path="/memories/build.log.md")
+    assert giant.is_error and "67,108,865 bytes, too large to read" in giant.text
+    store.close()

@@ -336,6 +336,7 @@ REFUSALS = (
     "Error: The path /memories/",  # edits: not found
     "No replacement was performed",  # str_replace read the file between two of its own inserts
     "Error: The memory store could not complete",  # a clean storage error
+    "Error: /memories/",  # the file was swapped after it was read: "changed on disk by another program"
 )
 
 

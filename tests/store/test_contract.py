@@ -16,6 +16,7 @@ from memdir import (
     ConflictError,
     DirectoryStore,
     FileData,
+    MemoryPath,
     NotADirectoryError_,
     NotAFileError,
     NotFoundError,
@@ -25,6 +26,7 @@ from memdir import (
     QuotaError,
     Store,
     Usage,
+    Version,
 )
 
 MODEL = Origin(actor="model", session="s-1")
@@ -292,6 +294,47 @@ def test_history_of_a_directory_rename_reaches_each_file(store: Store) -> None:
     store.write("/memories/d/x.md", b"x1")
     store.move("/memories/d", "/memories/e")
     assert [v.op for v in store.history("/memories/e/x.md")] == ["write", "rename"]
+
+
+@pytest.mark.parametrize("moved", ["file", "directory"])
+def test_history_after_sixty_back_and_forth_renames_has_every_version(store: Store, moved: str) -> None:
+    """Renaming back and forth used to make `history` exponential (each rename into a name walked that name's
+    whole past again): 28 renames took 12 s, and 60 did not finish in 60 s (they would take years); the walk is now
+    linear, and this takes well under a second on every backend."""
+    names, leaf = (("a.md", "b.md"), "") if moved == "file" else (("a", "b"), "/f.md")
+    made = [store.write(f"/memories/{names[0]}{leaf}", b"v0", origin=MODEL, op="create")]
+    if moved == "directory":
+        store.write("/memories/a/sibling.md", b"not f's history")
+    for i in range(60):
+        moves = store.move(f"/memories/{names[i % 2]}", f"/memories/{names[(i + 1) % 2]}")
+        made += [v for v in moves if "sibling" not in v.path.key]
+    made.append(store.write(f"/memories/{names[0]}{leaf}", b"v1"))
+    history = store.history(f"/memories/{names[0]}{leaf}")
+    assert [v.version for v in history] == [v.version for v in made]
+    assert [v.op for v in history] == ["create"] + ["rename"] * 60 + ["write"]
+    assert store.read_version(f"/memories/{names[0]}{leaf}", history[0].version) == b"v0"
+
+
+def test_history_asks_the_backend_about_each_name_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk back through renames looks each (name, bound) up at most once: 40 renames back and forth take a
+    handful of lookups, where the old recursion made millions (it is stopped here after 200)."""
+    from memdir import MemoryStore
+
+    store = MemoryStore()
+    store.write("/memories/a.md", b"v0")
+    for i in range(40):
+        store.move(f"/memories/{'ab'[i % 2]}.md", f"/memories/{'ba'[i % 2]}.md")
+    calls: list[str] = []
+    touching = store._versions_touching
+
+    def counted(path: MemoryPath, before: int | None) -> list[Version]:
+        calls.append(path.key)
+        assert len(calls) <= 200, "history looked names up again and again"
+        return touching(path, before)
+
+    monkeypatch.setattr(store, "_versions_touching", counted)
+    assert len(store.history("/memories/a.md")) == 41
+    assert sorted(set(calls)) == ["a.md", "b.md"] and len(calls) <= 4
 
 
 def test_read_version_errors(store: Store) -> None:

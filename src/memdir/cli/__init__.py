@@ -1,7 +1,9 @@
 """The ``memdir`` command: a thin shell where each command calls one library function.
 
 Errors reach the user in one place (`fail_cleanly`): a `MemdirError` becomes one line on stderr and exit
-status 1; anything unexpected is logged with its traceback to the memdir log and reported in one line too.
+status 1; anything unexpected is logged with its traceback to the memdir log and reported in one line too. A
+closed stdout (a reader such as ``head`` that has read enough) is no error: the command ends quietly with exit
+status 1 (`main`).
 
 The store a command gets (`Context.store`) is behind the gate (`memdir.gate`) as the local user (actor ``user``,
 channel ``cli``), so the write policy, the limits and the audit log apply to every command; each command is one
@@ -120,7 +122,18 @@ def where(state: Context) -> None:
 
 
 def main() -> None:
-    cli(prog_name="memdir")
+    """Run the command. A reader that closed our stdout (``memdir history | head -1``) ends it quietly, exit status
+    1: click does so for a write the command makes, this for output still buffered when the command is done."""
+    try:
+        try:
+            cli(prog_name="memdir")  # ends in SystemExit
+        finally:
+            sys.stdout.flush()  # here, not at the interpreter's exit, where it would print "Exception ignored"
+    except BrokenPipeError:
+        # The Python docs' note on SIGPIPE: stdout goes to devnull, so the interpreter's own flush of what is still
+        # buffered has nowhere left to fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
 
 
 # The commands register themselves on `cli` (from `_group`) when imported.

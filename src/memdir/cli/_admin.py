@@ -67,6 +67,7 @@ def _target(file: str) -> Iterator[str]:
         yield path
         with open(path, "rb") as archive:
             shutil.copyfileobj(archive, sys.stdout.buffer)
+        sys.stdout.buffer.flush()  # all of it taken (or the reader gone) before the summary says it was exported
 
 
 @cli.command("import")

@@ -138,6 +138,11 @@ def fail_cleanly(fn: Callable[P, R]) -> Callable[P, R]:
             raise click.ClickException(exc.reason) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            # Our stdout's reader has gone (`memdir history | head -1` once head has its line): not an error. Only
+            # our own output streams raise it raw (a store translates its sockets' errors); `memdir.cli.main` ends
+            # the command quietly.
+            raise
         except Exception as exc:
             log.exception("memdir: unexpected error")
             raise click.ClickException(f"internal error ({type(exc).__name__}); see the memdir log") from exc

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemdirError, PathError, StorageError
 from ..paths import ROOT, MemoryPath, is_valid_segment, parse
-from ..store._fs import DIR_MODE, TEMP_PREFIX, linked, open_root, read_at, scan_tree, walk
+from ..store._fs import DIR_MODE, MAX_READ, TEMP_PREFIX, linked, open_root, read_at, scan_tree, walk
 from ..store._records import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_hex
 from ..store._sql import PendingOp, SqlIndex, connect, pending_by_namespace
 from ..store.directory import AUX_NAME, INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
@@ -292,6 +292,9 @@ class DirectoryDoctor:
             self.report.add("warning", here, "a temporary file left by an interrupted write", done)
         elif not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
             self.report.add("warning", here, "not a regular file or directory: memdir ignores it")
+        elif tree and stat.S_ISREG(st.st_mode) and st.st_size > MAX_READ:  # never read, so its content is not checked
+            too_large = f"too large to read ({st.st_size:,} bytes, more than {MAX_READ // (1024 * 1024)} MiB)"
+            self.report.add("warning", here, f"{too_large}: memdir ignores it; the model cannot see it")
         else:
             check_mode(self.report, here, st, fd, name, self.repair)
             if tree:

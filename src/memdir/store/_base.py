@@ -11,6 +11,7 @@ the model reads) live in `memdir.tool`, never here.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from abc import ABC, abstractmethod
@@ -200,7 +201,7 @@ class Store(ABC):
         """The versions of the file at ``path``, oldest first, following it back through renames and past
         deletes. `NotFoundError` when the path never held a file."""
         target = as_path(path)
-        found = _lineage(self, target, None, depth=0)
+        found = _lineage(self, target)
         if not found:
             raise NotFoundError(f"no history for {target.virtual}")
         return sorted(found.values(), key=lambda v: v.version)
@@ -393,13 +394,46 @@ def key_path(key: str) -> MemoryPath:
     return MemoryPath(tuple(key.split("/")) if key else ())
 
 
-def _lineage(store: Store, path: MemoryPath, before: int | None, depth: int) -> dict[int, Version]:
-    """The versions at ``path``, plus, for each rename *into* it, the versions its source had before."""
+def _lineage(store: Store, path: MemoryPath) -> dict[int, Version]:
+    """The versions at ``path``, plus, for each rename *into* it, the versions its source had before, and so on
+    back through at most 64 renames in a row (plenty; the bound the walk has always had).
+
+    Walked breadth first, one rename back per round. A name asked about below a bound it was already asked about
+    below, in this round or an earlier one, adds nothing: what it had below the smaller bound is in the larger's
+    answer, reached no more renames back. Skipping those keeps the walk linear: a file renamed back and forth
+    would otherwise have each rename walk its name's whole past again (exponential in the number of renames).
+    """
     found: dict[int, Version] = {}
-    if depth > 64:  # a chain of 64 renames back is plenty; stops a pathological walk
-        return found
-    for item in store._versions_touching(path, before):
-        found[item.version] = item
-        if item.op == "rename" and item.path == path and item.old_path is not None:
-            found.update(_lineage(store, item.old_path, item.version, depth + 1))
+    asked: dict[MemoryPath, float] = {}  # name -> the largest bound it was asked below (inf: none)
+    wanted: list[tuple[MemoryPath, int | None]] = [(path, None)]
+    for _ in range(65):  # this round and 64 renames back
+        if not wanted:
+            break
+        wanted = [ask for name, before in _by_bound(wanted) for ask in _step(store, name, before, asked, found)]
     return found
+
+
+def _by_bound(wanted: list[tuple[MemoryPath, int | None]]) -> list[tuple[MemoryPath, int | None]]:
+    """Largest bound first (no bound largest of all), so a name's smaller bounds after it are skipped."""
+    return sorted(wanted, key=lambda ask: -_bound(ask[1]))
+
+
+def _bound(before: int | None) -> float:
+    return math.inf if before is None else before
+
+
+def _step(
+    store: Store, name: MemoryPath, before: int | None, asked: dict[MemoryPath, float], found: dict[int, Version]
+) -> list[tuple[MemoryPath, int | None]]:
+    """Add the versions touching ``name`` below ``before`` to ``found``; return the renames into it not yet followed
+    (those below a bound already asked about were followed then)."""
+    done = asked.get(name, 0)
+    if _bound(before) <= done:
+        return []
+    asked[name] = _bound(before)
+    renames: list[tuple[MemoryPath, int | None]] = []
+    for item in store._versions_touching(name, before):
+        found[item.version] = item
+        if item.op == "rename" and item.path == name and item.old_path is not None and item.version >= done:
+            renames.append((item.old_path, item.version))
+    return renames

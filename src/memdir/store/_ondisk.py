@@ -17,7 +17,7 @@ import hashlib
 import stat as stat_mod
 from typing import TYPE_CHECKING
 
-from ..errors import NotADirectoryError_, NotAFileError, NotFoundError, PathError
+from ..errors import LimitError, NotADirectoryError_, NotAFileError, NotFoundError, PathError
 from . import _fs
 from ._records import FileData, sha256_hex
 from ._sql import IndexRow
@@ -37,7 +37,8 @@ __all__ = ["ChangesOnDisk", "free_at", "kind_at", "version_token"]
 def kind_at(root: _fs.DirHandle, target: MemoryPath) -> str | None:
     """'file', 'dir', 'empty' (a directory holding nothing but empty directories: not there for memdir, see
     `_fs.empty_tree`), 'other' (a FIFO, socket or device: never read, never listed) or None for what is on disk
-    at ``target``; a link there (hard links too), or a symlink on the way, is an escape."""
+    at ``target``; a link there (hard links too), or a symlink on the way, is an escape. A file over `_fs.MAX_READ`
+    is a 'file' (reading it says it is too large), though listings leave it out."""
     try:
         with _fs.walk(root, target.parent) as parent:
             st = _fs.lstat_at(parent, target.name)
@@ -113,8 +114,9 @@ class ChangesOnDisk:
         if kind == "file":
             return self._observe(root, conn, target)
         # Nothing there, or a FIFO/socket/device, which `view` reports as missing: the write's rename(2)
-        # replaces that entry without ever opening it.
-        self._expect(target, None)
+        # replaces that entry without ever opening it. Nothing there is what the write expects to stay so.
+        if kind is None:
+            self._expect(target, None)
         if self._index is not None and conn is not None:
             gone = self._index.get(conn, target.key)
             if gone is not None:  # deleted outside memdir since we last looked
@@ -172,7 +174,8 @@ class ChangesOnDisk:
         for path, st in found:
             row = rows.pop(path.key, None)
             if row is None or row.stamp != st.stamp:
-                with contextlib.suppress(NotFoundError, NotAFileError, NotADirectoryError_, PathError):
+                # LimitError: grown past `_fs.MAX_READ` since the scan; left for the next look, as a swapped file is
+                with contextlib.suppress(NotFoundError, NotAFileError, NotADirectoryError_, PathError, LimitError):
                     self._observe(root, conn, path)
         for row in rows.values():  # in the index, gone from disk
             self._index.record_delete(conn, row, origin=self._outside)

@@ -19,12 +19,24 @@ it: opening, walking, making), `_files` (one file: its stamp, reading it, writin
 from __future__ import annotations
 
 from ._dirs import DIR_MODE, FILE_MODE, DirHandle, Root, identity, open_root, secure_makedirs, walk
-from ._files import TEMP_PREFIX, FileStat, atomic_write, install, linked, lstat_at, read_at, stamp_of, write_temp
+from ._files import (
+    MAX_READ,
+    TEMP_PREFIX,
+    FileStat,
+    atomic_write,
+    install,
+    linked,
+    lstat_at,
+    read_at,
+    stamp_of,
+    write_temp,
+)
 from ._trees import clear_empty_tree, empty_tree, prune_empty, remove_tree, scan_tree
 
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "MAX_READ",
     "TEMP_PREFIX",
     "DirHandle",
     "FileStat",

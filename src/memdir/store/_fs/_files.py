@@ -1,6 +1,6 @@
 """One file, for `memdir.store._fs`: its stat and the stamp the index keeps (`FileStat`), whether it is a link for
-memdir (`linked`), reading it through a descriptor that is checked again once open (`read_at`), and writing it
-whole through a temporary file renamed into place (`write_temp`, `install`, `atomic_write`).
+memdir (`linked`), reading it through a descriptor that is checked again once open (`read_at`, at most `MAX_READ`
+bytes), and writing it whole through a temporary file renamed into place (`write_temp`, `install`, `atomic_write`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._dirs import DirHandle
 
 __all__ = [
+    "MAX_READ",
     "TEMP_PREFIX",
     "FileStat",
     "atomic_write",
@@ -37,7 +38,9 @@ TEMP_PREFIX = ".memdir-tmp-"
 
 # O_NONBLOCK: opening a FIFO planted under a file's name must not hang the process.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_MAX_READ = 64 * 1024 * 1024  # nothing legitimately in a memory tree is bigger; a planted giant is refused
+# Nothing legitimately in a memory tree is bigger: a planted giant is refused when named, and left out of listings
+# (`scan_tree`) so it cannot stop every command that reads all files.
+MAX_READ = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,7 @@ def read_at(directory: DirHandle, name: str, path: MemoryPath) -> tuple[bytes, F
             raise NotFoundError(f"{path.virtual} is not a regular file")
         if st.st_nlink > 1:  # a hard link made (or swapped in) since the check above: never read through it
             raise PathError(path.virtual, "escape")
-        if st.st_size > _MAX_READ:
+        if st.st_size > MAX_READ:
             raise LimitError(f"{path.virtual} is {st.st_size:,} bytes, too large to read")
         chunks: list[bytes] = []
         while chunk := os.read(fd, max(st.st_size, 65536)):

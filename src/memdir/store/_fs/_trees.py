@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ...errors import NotADirectoryError_, NotFoundError, PathError, storage_error_from_os
 from ...paths import MemoryPath, is_valid_segment
 from ._dirs import _DIR_FLAGS, DirHandle, walk
-from ._files import linked, lstat_at, stamp_of
+from ._files import MAX_READ, linked, lstat_at, stamp_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -110,7 +110,8 @@ def prune_empty(root: DirHandle, path: MemoryPath) -> None:
 
 def scan_tree(directory: DirHandle, prefix: MemoryPath) -> Iterator[tuple[MemoryPath, FileStat]]:
     """Every regular file below ``directory``, as (path, stat), unsorted; links (hard links too), hidden names and
-    names the path rules refuse are skipped (the model could never address them; `memdir doctor` lists them)."""
+    names the path rules refuse are skipped (the model could never address them; `memdir doctor` lists them), and
+    so are files over `MAX_READ` (reading one fails, which would stop every listing and outside-edit check)."""
     yield from _scan(directory.fd, prefix)
 
 
@@ -130,7 +131,7 @@ def _scan(fd: int, prefix: MemoryPath) -> Iterator[tuple[MemoryPath, FileStat]]:
         except OSError as exc:
             raise storage_error_from_os(exc, "list a directory") from exc
         here = MemoryPath((*prefix.parts, name))
-        if stat.S_ISREG(st.st_mode) and not linked(st):
+        if stat.S_ISREG(st.st_mode) and not linked(st) and st.st_size <= MAX_READ:
             yield here, stamp_of(st)
         elif stat.S_ISDIR(st.st_mode):
             try:
