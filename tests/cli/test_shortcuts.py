@@ -45,7 +45,8 @@ def test_write_refuses_an_existing_file_unless_told_to_overwrite(run: Run, sqlit
     refused = run("write", "/memories/a.md", store=sqlite_url, input="two\n")
     assert (refused.exit_code, refused.stdout) == (1, "")
     assert refused.stderr == "Error: /memories/a.md already exists: pass --overwrite to replace it\n"
-    assert run("write", "/memories/a.md", "--overwrite", store=sqlite_url, input="two\n").exit_code == 0
+    replaced = run("write", "/memories/a.md", "--overwrite", store=sqlite_url, input="two\n")
+    assert (replaced.exit_code, replaced.stdout) == (0, "Saved /memories/a.md (version 2).\n")  # not "File created"
     with open_store(sqlite_url) as store:
         assert store.read("/memories/a.md").content == b"two\n"
         assert [v.op for v in store.history("/memories/a.md")] == ["create", "write"]
@@ -313,3 +314,18 @@ def test_the_log_keeps_problems_with_time_and_level_and_stays_bounded(_isolated_
         assert path.stat().st_size <= MAX_BYTES + 2000
         assert oct(path.stat().st_mode)[-3:] == "600"
     assert log.exists()
+
+
+def test_an_editor_that_exits_with_an_error_is_said_plainly_and_saves_nothing(
+    run: Run, sqlite_url: str, opened: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened.write("/memories/a.md", b"one\n")
+    command = editor(tmp_path, "open(path, 'a').write('two\\n'); sys.exit(3)")
+    monkeypatch.setenv("EDITOR", command)
+    monkeypatch.delenv("VISUAL", raising=False)
+    result = run("edit", "/memories/a.md", store=sqlite_url)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: the editor {command} exited with an error; nothing was saved to /memories/a.md\n",
+    )
+    assert opened.read("/memories/a.md").content == b"one\n"

@@ -77,7 +77,10 @@ def write(state: Context, path: str, source: str, overwrite: bool) -> None:
     found = store.stat(target)
     if found is not None and found.kind == "file" and not overwrite:
         raise click.ClickException(f"{target.virtual} already exists: pass --overwrite to replace it")
-    _run(store, {"command": "create", "path": path, "file_text": text}, overwrite=overwrite)
+    if found is None or found.kind != "file":
+        _run(store, {"command": "create", "path": path, "file_text": text})
+        return
+    _replace(store, target, path, text)
 
 
 @cli.command()
@@ -106,8 +109,13 @@ def edit(state: Context, path: str) -> None:
     if before is None:  # a new file: the tool's own words say so
         _run(store, {"command": "create", "path": path, "file_text": new}, overwrite=True)
         return
+    _replace(store, target, path, new)
+
+
+def _replace(store: Store, target: MemoryPath, path: str, text: str) -> None:
+    """Write ``text`` over the file at ``target``, said as an edit (`_echo_saved`)."""
     with MemoryTool(store, actor=_ACTOR, create_overwrites=True) as tool:
-        result = tool.execute({"command": "create", "path": path, "file_text": new})
+        result = tool.execute({"command": "create", "path": path, "file_text": text})
     _echo_saved(store, target, path, result)
 
 
@@ -121,6 +129,10 @@ def _edited(old: str, path: MemoryPath) -> str | None:
     except click.ClickException as exc:
         if isinstance(exc.__cause__, OSError):  # the editor could not even start
             raise click.ClickException(_not_started(exc.__cause__)) from None
+        if exc.message.endswith("Editing failed"):  # click's words for an editor that exited with an error
+            editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+            why = f"the editor {editor} exited with an error; nothing was saved to {path.virtual}"
+            raise click.ClickException(why) from None
         raise
     if data is None:
         return None
