@@ -32,7 +32,6 @@ from ..errors import (
     AlreadyExistsError,
     ConflictError,
     HeldError,
-    MemdirError,
     NotFoundError,
     PathError,
     PolicyError,
@@ -43,8 +42,9 @@ from ..policy.quarantine import Quarantine
 from ..store._base import Store
 from ..store._records import ANY, MISSING, Origin, as_path, sha256_hex
 from ..store.memory import MemoryStore
+from ._bytes import check_image_move, screen_bytes
 from ._caller import Caller
-from ._limits import as_text, check_size, effective_quota, image_name, is_image, readable_runs
+from ._limits import as_text, check_size, effective_quota, is_image
 from ._provenance import origin_of, provenance_of, request_key
 from ._rules import Rules
 from ._scope import Scope, shown_as, shown_valid
@@ -66,7 +66,6 @@ log = logging.getLogger("memdir.gate")
 
 _WRITES = frozenset({"create", "write", "str_replace", "insert", "delete", "rename", "restore", "import", "edit"})
 _ACTED = frozenset({"warn", "redact", "quarantine", "block"})
-_REFUSED_IN_BYTES = frozenset({"quarantine", "block"})  # and a secret's "redact": bytes cannot be redacted or held
 
 
 class _Hold(Exception):
@@ -305,7 +304,7 @@ class GatedStore(Store):
         with self._op("rename", source, dest) as receipt:
             who = origin_of(self.caller, self.rules.policy, origin, "rename")
             refuse_secret_name(self.rules.policy, dest)
-            self._check_image_move(source, dest)
+            check_image_move(self.inner, self.rules.limits, source, dest)
             versions = self.inner.move(source, dest, origin=who)
             receipt.version = versions[-1].version if versions else None
             return versions
@@ -325,7 +324,7 @@ class GatedStore(Store):
                 if name is not None:
                     refuse_secret_name(self.rules.policy, name)
             if version.moved and version.old_path is not None:
-                self._check_image_move(version.old_path, version.path)
+                check_image_move(self.inner, self.rules.limits, version.old_path, version.path)
             # Whatever content a backend will write is screened and sized: all but a move (a `rename` with no
             # `old_path` is a write on every backend, and an archive may say so to slip its content past the gate).
             limits = None
@@ -446,11 +445,11 @@ class GatedStore(Store):
         image = is_image(target, content)
         check_size(self.rules.limits, target, len(content), image)  # an oversize write is refused before it is screened
         if image:
-            return self._binary(target, content, receipt, image=True)
+            return screen_bytes(self.rules.policy, self.caller, target, content, receipt, image=True)
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError:
-            return self._binary(target, content, receipt)
+            return screen_bytes(self.rules.policy, self.caller, target, content, receipt)
         old = as_text(before.content) if before is not None else None
         policy = self.rules.policy
         screened = screen(policy, text, changed_spans(old, text), untrusted=self.caller.untrusted)
@@ -465,40 +464,6 @@ class GatedStore(Store):
         check_size(self.rules.limits, target, len(stored), image=False)
         receipt.regions = (screened.region,)
         return stored
-
-    def _binary(self, target: MemoryPath, content: bytes, receipt: Receipt, *, image: bool = False) -> bytes:
-        """Bytes that are not UTF-8 text (an image, or text in another encoding) cannot be redacted: a secret found
-        in them refuses the write instead. Looked for in their lossy text (an image's bytes are no text: not
-        there) and in their printable runs (`readable_runs`: an image's text chunks, UTF-16 and UTF-32 text), which
-        is how anyone who has the bytes reads a secret out of them.
-
-        Their lossy text is also what the memory stores API shows a model (with U+FFFD for what is not UTF-8), so
-        an instruction in it is screened as in text: warned of, or refused where the policy would hold it (bytes
-        cannot be held for review as text)."""
-        policy = self.rules.policy
-        lossy = () if image else (content.decode("utf-8", "replace"),)
-        found = [f for text in lossy for f in policy.findings(text, untrusted=self.caller.untrusted)]
-        found += [f for text in readable_runs(content) if text for f in policy.secrets_in(text)]
-        acted = [f for f in found if f.action in _REFUSED_IN_BYTES or (f.kind == "secret" and f.action == "redact")]
-        if acted:
-            receipt.findings, receipt.outcome = acted, "block"
-            raise blocked(target, acted, binary=True)
-        warned = [f for f in found if f.action == "warn"]
-        if warned:
-            receipt.findings, receipt.outcome = warned, "warn"
-        return content
-
-    def _check_image_move(self, source: MemoryPath, dest: MemoryPath) -> None:
-        """An image moved to a name that is not an image's becomes a file like any other, whose limit is the
-        per-file one: its bytes were let in under the image limit, and were never read as text."""
-        if not image_name(source) or image_name(dest):
-            return
-        try:
-            content = self.inner.read(source).content
-        except MemdirError:
-            return  # not a file (a directory: its files keep their names), or not there: the move will say so
-        if is_image(source, content):
-            check_size(self.rules.limits, dest, len(content), image=False)
 
     def _held(self, target: MemoryPath, held: _Hold, who: Origin, receipt: Receipt) -> Any:
         """Quarantine a write and raise `HeldError`: it is not in memory until a person approves it."""
