@@ -40,7 +40,6 @@ from ._chartable import CHARS
 # UTF-16 read as UTF-8 (valid, when it is ASCII) has a NUL after every letter: ``g\0h\0p\0_``.
 _CONTROLS = [*range(0x09), *range(0x0E, 0x20), 0x7F]
 _CHARS: dict[int, str | None] = {**dict.fromkeys(_CONTROLS), **CHARS}
-_CONTROL = re.compile("[\\x00-\\x08\\x0e-\\x1f\\x7f]")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -126,10 +125,10 @@ class View:
 # Encoded runs (base64, hex): at least `_RUN` characters of the alphabets, standing alone (not the tail of a longer
 # word of other characters). Found in two steps: the bytes translated to a mark per alphabet character and searched
 # for `_RUN` marks in a row (~1 us a kilobyte), and only a text holding such a run searched with the expression
-# (~13 us a kilobyte of prose, where every word is a failed start).
+# (~13 us a kilobyte of prose, where every word is a failed start). The same translation marks the controls.
 _RUN = 16
 _RUN_ALPHABET = frozenset((string.ascii_letters + string.digits + "+/_-").encode())
-_RUN_MARKS = bytes(0x61 if byte in _RUN_ALPHABET else 0x20 for byte in range(256))
+_MARKS = bytes(0x61 if byte in _RUN_ALPHABET else 0x63 if byte in _CONTROLS else 0x20 for byte in range(256))
 _ENCODED = re.compile(rf"[A-Za-z0-9+/_-]{{{_RUN},}}={{0,2}}")
 _HEX_DIGITS = frozenset(string.hexdigits)
 
@@ -139,8 +138,9 @@ def undisguised(text: str) -> View | None:
     # The expression's search costs ~30 us a kilobyte, the substring tests well under one: most texts hold no "%",
     # "&" or backslash at all.
     escapes = ("%" in text or "&" in text or "\\" in text) and _ESCAPE.search(text) is not None
-    runs = b"a" * _RUN in text.encode("utf-8", "surrogatepass").translate(_RUN_MARKS)
-    if not escapes and not runs and ((text.isascii() and _CONTROL.search(text) is None) or not _maps(text)):
+    marked = text.encode("utf-8", "surrogatepass").translate(_MARKS)
+    runs = b"a" * _RUN in marked
+    if not escapes and not runs and b"c" not in marked and (text.isascii() or not _maps(text)):
         return None
     pieces = _decoded(text) if escapes else ((0, len(text), text, False),)
     if runs:
