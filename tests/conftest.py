@@ -10,7 +10,7 @@ import pytest
 from support.fixtures import anthropic_client, anthropic_server  # noqa: F401 - fake Anthropic API for every test
 
 # Shared fixtures live in plain modules under tests/ (on sys.path through `pythonpath` in pyproject.toml).
-pytest_plugins = ["support.postgres", "backends"]  # postgres first: backends imports it
+pytest_plugins = ["support.postgres", "support.processes", "backends"]  # postgres first: backends imports it
 
 
 @pytest.fixture(autouse=True)

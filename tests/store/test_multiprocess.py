@@ -21,6 +21,7 @@ import pytest
 
 from memdir import MemoryTool, Store, open_store
 from memdir.policy.audit import audit_log
+from support.processes import Spawn
 
 WORKERS = 8
 ROUNDS = 100  # each round is one insert and one str_replace: 200 commands per worker
@@ -93,7 +94,7 @@ def integrity(kind: str, tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("kind", ["directory", "sqlite"])
-def test_concurrent_inserts_and_replaces_lose_no_update(tmp_path: Path, kind: str) -> None:
+def test_concurrent_inserts_and_replaces_lose_no_update(tmp_path: Path, kind: str, spawn: Spawn) -> None:
     url = url_for(kind, tmp_path)
     store = open_store(url)
     tool = MemoryTool(store)
@@ -104,9 +105,7 @@ def test_concurrent_inserts_and_replaces_lose_no_update(tmp_path: Path, kind: st
     script.write_text(WORKER)
     go = tmp_path / "go"
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(script), url, str(w), str(ROUNDS), str(go)], stdout=subprocess.PIPE, text=True
-        )
+        spawn([sys.executable, str(script), url, str(w), str(ROUNDS), str(go)], stdout=subprocess.PIPE)
         for w in range(WORKERS)
     ]
     go.touch()  # all start together, for the most contention
@@ -160,7 +159,7 @@ def assert_whole(store: Store, tool: MemoryTool) -> int:
 
 
 @pytest.mark.parametrize("kind", ["directory", "sqlite"])
-def test_a_writer_killed_mid_write_never_leaves_a_torn_file(tmp_path: Path, kind: str) -> None:
+def test_a_writer_killed_mid_write_never_leaves_a_torn_file(tmp_path: Path, kind: str, spawn: Spawn) -> None:
     url = url_for(kind, tmp_path)
     store = open_store(url)
     store.write("/memories/big.md", b"A" * 1_000_000)
@@ -172,7 +171,7 @@ def test_a_writer_killed_mid_write_never_leaves_a_torn_file(tmp_path: Path, kind
     rng = random.Random(20240601)
     last = 0
     for _ in range(12):
-        proc = subprocess.Popen([sys.executable, str(script), url], stdout=subprocess.PIPE, text=True)
+        proc = spawn([sys.executable, str(script), url], stdout=subprocess.PIPE)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.25))
@@ -210,17 +209,14 @@ print(json.dumps(texts))
 
 
 @pytest.mark.parametrize("kind", ["directory", "sqlite"])
-def test_racing_creators_never_take_the_namespace_over_its_file_limit(tmp_path: Path, kind: str) -> None:
+def test_racing_creators_never_take_the_namespace_over_its_file_limit(tmp_path: Path, kind: str, spawn: Spawn) -> None:
     # The store checks the limit in each write's own transaction: a check made before the write lock would let
     # several creators see 19 files at once and all write a 20th.
     url = url_for(kind, tmp_path)
     script = tmp_path / "creator.py"
     script.write_text(CREATOR)
     go = tmp_path / "go"
-    procs = [
-        subprocess.Popen([sys.executable, str(script), url, str(w), str(go)], stdout=subprocess.PIPE, text=True)
-        for w in range(6)
-    ]
+    procs = [spawn([sys.executable, str(script), url, str(w), str(go)], stdout=subprocess.PIPE) for w in range(6)]
     go.touch()
     texts = [text for p in procs for text in json.loads(p.communicate(timeout=120)[0])]
     assert [p.returncode for p in procs] == [0] * 6

@@ -23,6 +23,7 @@ from memdir.schema import migrate
 from memdir.store._pg import PgDatabase, split_url
 from memdir.store.postgres import PostgresStore, migrations
 from support.postgres import PgCluster
+from support.processes import Spawn
 
 # The same workers as tests/store/test_multiprocess.py runs on SQLite and directory stores.
 WORKER = r"""
@@ -149,7 +150,7 @@ WORKERS = 6
 ROUNDS = 60
 
 
-def test_processes_editing_one_file_lose_no_update(pg_url: str, tmp_path: Path) -> None:
+def test_processes_editing_one_file_lose_no_update(pg_url: str, tmp_path: Path, spawn: Spawn) -> None:
     url = pg_url + "?pool_max=2"
     store = open_store(url)
     tool = MemoryTool(store)
@@ -160,9 +161,7 @@ def test_processes_editing_one_file_lose_no_update(pg_url: str, tmp_path: Path) 
     script.write_text(WORKER)
     go = tmp_path / "go"
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(script), url, str(w), str(ROUNDS), str(go)], stdout=subprocess.PIPE, text=True
-        )
+        spawn([sys.executable, str(script), url, str(w), str(ROUNDS), str(go)], stdout=subprocess.PIPE)
         for w in range(WORKERS)
     ]
     go.touch()  # all start together, for the most contention
@@ -229,7 +228,7 @@ def test_stores_in_threads_racing_renames_and_edits_keep_one_file(pg_url: str) -
         store.close()
 
 
-def test_a_writer_killed_mid_write_never_leaves_a_torn_file(pg_url: str, tmp_path: Path) -> None:
+def test_a_writer_killed_mid_write_never_leaves_a_torn_file(pg_url: str, tmp_path: Path, spawn: Spawn) -> None:
     store = open_store(pg_url)
     store.write("/memories/big.md", b"A" * 1_000_000)
     tool = MemoryTool(store)
@@ -239,7 +238,7 @@ def test_a_writer_killed_mid_write_never_leaves_a_torn_file(pg_url: str, tmp_pat
     rng = random.Random(20240601)
     last = 0
     for _ in range(6):
-        proc = subprocess.Popen([sys.executable, str(script), pg_url], stdout=subprocess.PIPE, text=True)
+        proc = spawn([sys.executable, str(script), pg_url], stdout=subprocess.PIPE)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.25))

@@ -20,6 +20,7 @@ import errno
 import os
 import sqlite3
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -136,7 +137,7 @@ def connect(
     # WAL: readers never block the writer and see a consistent snapshot; a crash (even kill -9) leaves the
     # database at its last committed transaction. synchronous=NORMAL is durable against process crashes;
     # only an OS crash or power loss can lose the last transactions (use synchronous=FULL for that).
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    mode = _into_wal(conn, busy_timeout_ms / 1000)
     if mode and str(mode[0]).lower() not in ("wal", "memory"):
         raise StorageError("could not open the store: the database does not support write-ahead logging")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -144,6 +145,25 @@ def connect(
     conn.execute(f"PRAGMA wal_autocheckpoint = {_checkpoint.FOREGROUND_PAGES}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _into_wal(conn: sqlite3.Connection, timeout: float) -> Any:
+    """Switch a connection to WAL, waiting for other connections doing the same.
+
+    Several processes opening a new store at once each read it and then need its exclusive lock to change the
+    journal mode; SQLite reports that deadlock as "database is locked" at once, without the busy handler, so
+    the wait is here (CI saw one of six racing creators fail to open).
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def _connect_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
