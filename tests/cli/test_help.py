@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -30,6 +32,31 @@ def test_every_command_has_help_with_an_example(name: str) -> None:
     example = result.stdout.split("Example:", 1)
     assert len(example) == 2, f"{name} --help has no Example block"
     assert "memdir" in example[1].split("Options:")[0], f"{name}: the example should show a memdir command line"
+
+
+def _every_command(group: click.Group, path: list[str]) -> list[tuple[list[str], click.Command]]:
+    found: list[tuple[list[str], click.Command]] = [(path, group)]
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += _every_command(command, [*path, name])
+        else:
+            found.append(([*path, name], command))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), [pytest.param(p, c, id=" ".join(p) or "memdir") for p, c in _every_command(cli, [])]
+)
+def test_examples_keep_their_lines(path: list[str], command: click.Command) -> None:
+    # Each line of an example is a command line to copy: rewrapped, two of them ran into one.
+    result = CliRunner().invoke(cli, [*path, "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    shown = {line.strip() for line in result.stdout.splitlines()}
+    text = inspect.cleandoc(command.help or "")
+    examples = [p for p in text.split("\n\n") if p.startswith(" ")]
+    assert examples or not path, f"{path}: no example"
+    for line in (line.strip() for example in examples for line in example.splitlines()):
+        assert line in shown, f"{' '.join(path)} --help broke the example line {line!r}"
 
 
 def test_the_group_help_lists_every_command() -> None:

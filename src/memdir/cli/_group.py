@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import os
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -210,10 +211,36 @@ def pass_context(fn: Callable[..., R]) -> Callable[..., R]:
     )(wrapped)
 
 
-class _Group(click.Group):
+class _VerbatimExamples(click.Command):
+    """Help whose indented paragraphs (the examples) are printed as written: click rewraps every paragraph, which
+    ran a two-line example into one line broken mid-command."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if self.help is None:
+            return super().format_help_text(ctx, formatter)
+        text = inspect.cleandoc(self.help).partition("\f")[0]
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text("\n\n".join(map(_verbatim, text.split("\n\n"))))
+
+
+def _verbatim(paragraph: str) -> str:
+    """``\\b`` on a line of its own before a paragraph is click's mark for "do not rewrap"."""
+    return "\b\n" + paragraph if paragraph.startswith((" ", "\t")) else paragraph
+
+
+class _Command(_VerbatimExamples):
+    """Every ``memdir`` command (`_Group.command_class`)."""
+
+
+class _Group(click.Group, _VerbatimExamples):
     """The ``memdir`` group: an error from any command (click's own usage errors included) is shown on one line,
     with control characters escaped, whatever input it quotes. Its own options are parsed in `make_context`, a
-    command's (and a subgroup's) inside `invoke`: both are covered."""
+    command's (and a subgroup's) inside `invoke`: both are covered. Its commands and subgroups are of its kind
+    and `_Command`: their examples keep their lines."""
+
+    command_class = _Command
+    group_class = type
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any

@@ -62,7 +62,6 @@ def scan(
 
     Example:
 
-    \b
         memdir scan notes/ && echo clean
         memdir --store sqlite:///home/me/memory.db scan
         memdir scan --secrets-only $(git diff --cached --name-only)
