@@ -15,7 +15,8 @@ written for the plain form, so the write policy also reads the text as a `View`,
   controls), variation selectors, Unicode's other default-ignorable code points (Hangul fillers, the combining
   grapheme joiner) and ASCII's control characters but white space (the NULs of UTF-16 text read as UTF-8);
 - **encoded runs read**: a run of 16 or more base64 (standard or URL-safe, padded or not, at any of the four
-  alignments) or hex characters that decodes to readable text is read as that text. A model decodes
+  alignments; else its pieces between separators, `_segments_read`) or hex characters that decodes to readable
+  text is read as that text. A model decodes
   ``Z2hwX2...`` at sight, so a token or an instruction stored that way is one step from working. Runs that decode
   to bytes (hashes, keys, images, identifiers) are read as they are: random bytes are text by chance about once in
   a hundred thousand runs of twelve.
@@ -200,7 +201,7 @@ def _runs_read(piece: tuple[int, int, str, bool]) -> list[tuple[int, int, str, b
     parts: list[tuple[int, int, str, bool]] = []
     cursor = 0
     for match in _ENCODED.finditer(text):
-        read = _encoded(match.group(), start + match.start())
+        read = _encoded(match.group(), start + match.start()) or _segments_read(match.group(), start + match.start())
         if read is None:
             continue
         if match.start() > cursor:
@@ -238,6 +239,38 @@ def _encoded(run: str, start: int) -> list[tuple[int, int, str, bool]] | None:
             # The letters skipped are read apart from what follows: "x" + the encoding of "ghp_..." reads as a token.
             apart = [(start, start + skip, run[:skip], False), (start + skip, start + skip, " ", True)]
             return (apart if skip else []) + pieces
+    return None
+
+
+# A run that is no encoding as a whole may hold one between its separators: a file name under a directory
+# (``notes/Z2hwX2...``), a URL's path (``keys/Z2hwX2.../rotate``), a name glued on with ``_`` or ``-``. Split at
+# "/" first (base64 of ASCII text holds a "/" now and then, but rarely one that ends a piece of 16), then at
+# every character the two alphabets add to letters and digits.
+_SEGMENTS = (re.compile(r"[^/]+"), re.compile(r"[^/+_-]+"))
+_SEPARATORS = frozenset("/+_-")
+
+
+def _segments_read(run: str, start: int) -> list[tuple[int, int, str, bool]] | None:
+    """The pieces ``run`` is read as when a part of it between separators is an encoding (`_encoded`), else None."""
+    if _SEPARATORS.isdisjoint(run):
+        return None
+    for segments in _SEGMENTS:
+        parts: list[tuple[int, int, str, bool]] = []
+        cursor = 0
+        for segment in segments.finditer(run):
+            part = segment.group()
+            # A part that is the whole run was read as such already (`_runs_read`).
+            read = _encoded(part, start + segment.start()) if _RUN <= len(part) < len(run) else None
+            if read is None:
+                continue
+            if segment.start() > cursor:
+                parts.append((start + cursor, start + segment.start(), run[cursor : segment.start()], False))
+            parts.extend(read)
+            cursor = segment.end()
+        if parts:
+            if cursor < len(run):
+                parts.append((start + cursor, start + len(run), run[cursor:], False))
+            return parts
     return None
 
 
