@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -320,6 +321,19 @@ def test_the_store_never_shows_the_password(pg_cluster: PgCluster, pg_url: str) 
     with open_store(pg_url) as store:
         assert pg_cluster.password not in repr(store)
         assert ":***@" in repr(store)
+
+
+def test_a_url_without_a_host_and_a_password_with_a_hash_open_the_store(pg_cluster: PgCluster, pg_url: str) -> None:
+    dbname, role = pg_url.rsplit("/", 1)[1], f"hash_{uuid.uuid4().hex[:12]}"
+    with pg_cluster.admin() as conn:  # the role goes with the session's cluster
+        conn.execute(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD 'Pa#ss?word'")
+    hostless = f"postgresql:///{dbname}?host=127.0.0.1&port={pg_cluster.port}&user={role}&password=Pa%23ss%3Fword"
+    with open_store(hostless) as store:
+        assert store.write("/memories/a.md", b"1").version == 1
+        assert "Pa#ss" not in repr(store) and "password=***" in repr(store)
+    with open_store(f"postgresql://{role}:Pa#ss?word@127.0.0.1:{pg_cluster.port}/{dbname}") as store:
+        assert store.read("/memories/a.md").content == b"1"
+        assert "Pa#ss" not in repr(store) and f"{role}:***@" in repr(store)
 
 
 def test_many_namespaces_share_one_pool(pg_cluster: PgCluster, pg_url: str) -> None:

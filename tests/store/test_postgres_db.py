@@ -191,6 +191,37 @@ def test_passwords_are_redacted() -> None:
     assert redact_url("C:\\memory") == "C:\\memory"
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # libpq reads the user part up to its "@", "#" and "?" included; urlsplit stopped at them.
+        ("postgresql://me:Pa#ss_s3cret@db:5432/m", "postgresql://me:***@db:5432/m"),
+        ("postgresql://me:pa?ss_s3cret@db/m?sslmode=require", "postgresql://me:***@db/m?sslmode=require"),
+        ("postgresql://me:pa/ss_s3cret@db/m", "postgresql://me:***@db/m"),  # refused by libpq, never shown
+        ("http://mdt_s3cret@127.0.0.1:8765", "http://***@127.0.0.1:8765"),  # a memdir server's token
+        ("https://me:s3cret@memory.example", "https://me:***@memory.example"),
+        (
+            "postgresql:///m?host=/run/postgresql&password=s3cret",
+            "postgresql:///m?host=%2Frun%2Fpostgresql&password=***",
+        ),
+        ("postgresql://db/m?options=-c%20x%3Dy@z", "postgresql://db/m?options=-c%20x%3Dy@z"),
+    ],
+)
+def test_no_password_or_token_is_shown_however_it_is_spelled(url: str, shown: str) -> None:
+    assert redact_url(url) == shown and "s3cret" not in redact_url(url)
+
+
+def test_a_url_without_a_host_keeps_its_form() -> None:
+    """``postgresql:///db`` is libpq's default socket (or host= in the query); urlunsplit wrote it back as
+    ``postgresql:/db``, which libpq refuses."""
+    assert split_url("postgresql:///m?host=/run/postgresql&pool_max=2")[0] == "postgresql:///m?host=%2Frun%2Fpostgresql"
+    assert split_url("postgresql:///m")[0] == "postgresql:///m"
+    assert (
+        split_url("postgresql://me:Pa#ss@db/m?pool_max=2&sslmode=disable")[0]
+        == "postgresql://me:Pa#ss@db/m?sslmode=disable"
+    )
+
+
 def test_a_wrong_password_is_a_clean_config_error(pg_cluster: PgCluster) -> None:
     with pytest.raises(ConfigError) as caught:
         PgDatabase(pg_cluster.dsn(password="not-the-password"))

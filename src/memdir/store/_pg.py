@@ -31,6 +31,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import ConfigError, MemdirError, StorageError, StorageFullError, StorageUnavailableError
+from ._urls import split_query
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -74,10 +75,12 @@ _OPTION_TYPES: dict[str, type[int] | type[float]] = {
 
 def split_url(url: str) -> tuple[str, PgOptions]:
     """(the DSN for psycopg, memdir's options) of a ``postgresql://`` / ``postgres://`` URL."""
-    parts = urllib.parse.urlsplit(url)
+    # Split by hand, not with urlsplit: urlunsplit wrote "postgresql:///db" (an empty host: libpq's default
+    # socket, or host= in the query) back as "postgresql:/db", which libpq refuses.
+    base, query = split_query(url)
     kept: list[tuple[str, str]] = []
     found: dict[str, Any] = {}
-    for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
         kind = _OPTION_TYPES.get(key)
         if kind is None:
             kept.append((key, value))  # libpq's own (sslmode, connect_timeout, options...)
@@ -91,8 +94,7 @@ def split_url(url: str) -> tuple[str, PgOptions]:
     options = PgOptions(**found)
     if options.pool_min > options.pool_max:
         raise ConfigError("invalid store URL: pool_min is larger than pool_max")
-    dsn = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(kept)))
-    return dsn, options
+    return base + ("?" + urllib.parse.urlencode(kept) if kept else ""), options
 
 
 # -- errors -------------------------------------------------------------------------------------------------------

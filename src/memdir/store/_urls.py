@@ -1,27 +1,61 @@
-"""Store URLs as they may be shown: with any password taken out."""
+"""Store URLs as they may be shown: with any password or token taken out."""
 
 from __future__ import annotations
 
 import urllib.parse
 
-__all__ = ["redact_url"]
+__all__ = ["redact_url", "split_query"]
+
+# A memdir server's URL carries its token as the whole user part (``http://TOKEN@host:8765``).
+_TOKEN_SCHEMES = ("http", "https")
 
 
 def redact_url(url: str) -> str:
     """The store URL as it may be shown (``memdir where``, logs, errors): a password, in the user part
-    (``postgresql://me:secret@db/m``) or the query (``?password=secret``), replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    if not parts.scheme or len(parts.scheme) == 1:  # a directory path (or a Windows drive) has no password
+    (``postgresql://me:secret@db/m``) or the query (``?password=secret``), and a server's token
+    (``http://TOKEN@host``) replaced by ``***``.
+
+    The user part is found as libpq finds it, not as `urllib.parse.urlsplit` does: everything before the last
+    ``@`` ahead of the first ``/``. urlsplit ends it at a ``#`` or ``?``, so a password holding one (which libpq
+    takes as written) was shown whole."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or len(scheme) < 2:  # a directory path (or a Windows drive) has no password
         return url
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    shown_query = parts.query
-    if any(key == "password" for key, _ in query):
-        hidden = [(key, "***" if key == "password" else value) for key, value in query]
-        shown_query = urllib.parse.urlencode(hidden, safe="*")
-    netloc = parts.netloc
-    userinfo, at, host = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.partition(':')[0]}:***@{host}"
-    if (netloc, shown_query) == (parts.netloc, parts.query):
-        return url  # shown exactly as given
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=shown_query))
+    at = _user_end(rest)
+    if at >= 0:
+        user, colon, _ = rest[:at].partition(":")
+        if scheme.lower() in _TOKEN_SCHEMES and not colon:
+            rest = "***" + rest[at:]
+        elif colon:
+            rest = f"{user}:***{rest[at:]}"
+    head, question, query = rest.partition("?")
+    return f"{scheme}://{head}{question}{_without_password(query)}"
+
+
+def split_query(url: str) -> tuple[str, str]:
+    """(the URL up to its query, the query): the ``?`` that starts it is the first after the user part, which
+    may hold one (a password, as libpq reads it)."""
+    scheme, sep, rest = url.partition("://")
+    at = _user_end(rest) if sep else -1
+    head, _, query = rest[at + 1 :].partition("?")
+    return f"{scheme}{sep}{rest[: at + 1]}{head}", query
+
+
+def _user_end(rest: str) -> int:
+    """The index of the ``@`` that ends the user part of ``rest`` (the URL after ``://``), or -1."""
+    at = rest.rfind("@", 0, _index(rest, "/"))
+    if at < 0:  # libpq sees no user part and refuses a URL whose password holds a "/": hide what looks like one
+        at = rest.rfind("@", 0, _index(rest, "?"))
+    return at
+
+
+def _index(text: str, char: str) -> int:
+    found = text.find(char)
+    return len(text) if found < 0 else found
+
+
+def _without_password(query: str) -> str:
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    if not any(key == "password" for key, _ in pairs):
+        return query  # shown exactly as given
+    return urllib.parse.urlencode([(key, "***" if key == "password" else value) for key, value in pairs], safe="*")
