@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from . import prompts
+from ._quoting import fill
 from .backfill import load_backfill
 from .events import BackfillLoaded, InstructionsLoaded
 from .instructions import load_instructions
@@ -150,7 +151,7 @@ class SessionKeeping:
         yield from hook_events(outcomes)
         for outcome in outcomes:
             if outcome.ok and outcome.output.strip():
-                text = prompts.HOOK_CONTEXT.format(event="SessionStart", source=source, text=outcome.output.strip())
+                text = fill(prompts.HOOK_CONTEXT, event="SessionStart", source=source, text=outcome.output.strip())
                 self._pending.append(text_block(text))
 
     def _payload(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ..automemory import INDEX, INDEX_MAX_BYTES, INDEX_MAX_LINES, cut_index
 from ..errors import MemdirError, PathError
 from ..paths import MemoryPath, parse
 from . import prompts
+from ._quoting import quoted
 from .context import estimate_text
 from .longrun import PINNED
 from .transcript import Block, text_block
@@ -90,6 +91,7 @@ def load_backfill(
 
 def _add(sections: list[str], items: list[tuple[str, int]], name: str, section: str | None) -> None:
     if section is not None:
+        section = quoted(section)  # a note holding `</memory-backfill>` must not end the block (`_quoting`)
         sections.append(section)
         items.append((name, estimate_text(section)))
 

@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from . import prompts
+from ._quoting import fill, quoted
 from .providers.base import Reply, Request
 from .transcript import Block, Message, blocks, is_tool_result_message, text_block, tool_uses
 
@@ -106,7 +107,7 @@ def summarise(
     request = Request(
         model=model,
         system=prompts.SUMMARY_SYSTEM,
-        messages=[{"role": "user", "content": prompts.SUMMARY_REQUEST.format(focus=extra, transcript=serialise(head))}],
+        messages=[{"role": "user", "content": fill(prompts.SUMMARY_REQUEST, focus=extra, transcript=serialise(head))}],
         max_tokens=SUMMARY_MAX_TOKENS,
     )
     reply: Reply | None = None
@@ -122,8 +123,10 @@ def summary_message(summary: str, touched: dict[str, list[str]], extra_blocks: S
     """The user message that replaces the summarised history: fresh memory and hook context first, then the
     summary with the exact list of memory files the tool calls touched."""
     files = "\n".join(f"- {path} ({', '.join(uses)})" for path, uses in touched.items()) or "- none"
+    # The summary is the model's reading of text memdir did not write; the paths are the model's: both quoted.
+    summary, files = quoted(summary.strip()), quoted(files)
     text = (
-        f"{prompts.SUMMARY_OPEN}\n\n{summary.strip()}\n\n"
+        f"{prompts.SUMMARY_OPEN}\n\n{summary}\n\n"
         f"Memory files named in the summarised tool calls:\n{files}\n{prompts.SUMMARY_CLOSE}"
     )
     return {"role": "user", "content": [*extra_blocks, text_block(text)]}

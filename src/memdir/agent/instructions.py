@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import prompts
+from ._quoting import fill
 from .context import estimate_text
 from .transcript import Block, text_block
 
@@ -35,7 +36,7 @@ class Instructions:
     @property
     def blocks(self) -> list[Block]:
         return [
-            text_block(prompts.INSTRUCTIONS_BLOCK.format(name=name, path=path, text=text.rstrip()))
+            text_block(fill(prompts.INSTRUCTIONS_BLOCK, name=name, path=str(path), text=text.rstrip()))
             for name, path, text in self.files
         ]
 

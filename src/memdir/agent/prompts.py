@@ -22,8 +22,13 @@ __all__ = [
     "SUMMARY_OPEN",
     "SUMMARY_REQUEST",
     "SUMMARY_SYSTEM",
+    "WRAPPER_TAGS",
     "WRAP_UP",
 ]
+
+# The tags the agent wraps text in (below): inside a wrapper, text memdir did not write has each of them turned into
+# a non-tag (`memdir.agent._quoting`), so it cannot close its wrapper or open one. A new wrapper's tag goes here.
+WRAPPER_TAGS = ("memory-backfill", "session-context", "conversation-summary", "transcript", "project-instructions")
 
 DEFAULT_SYSTEM = "You are a helpful assistant with a persistent memory that outlives this conversation."
 
