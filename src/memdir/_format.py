@@ -1,9 +1,11 @@
-"""The text shapes the model reads: human sizes and numbered lines (SPEC.md "view"); and whether a string is text
-at all (`is_text`)."""
+"""The text shapes the model reads: human sizes and numbered lines (SPEC.md "view"); whether a string is text at
+all (`is_text`); and text made safe to show on a terminal or in a one-line result (`shown`)."""
 
 from __future__ import annotations
 
-__all__ = ["human_size", "is_text", "number_lines", "split_lines"]
+import re
+
+__all__ = ["human_size", "is_text", "number_lines", "shown", "split_lines"]
 
 _UNITS = ("K", "M", "G", "T")
 LINE_NUMBER_WIDTH = 6
@@ -47,3 +49,21 @@ def is_text(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+# What a terminal would act on instead of showing: C0 controls but tab and newline (an escape sequence can move the
+# cursor, erase lines, set the window title or the clipboard), DEL, C1 controls, and the bidirectional controls that
+# reorder a line as shown ("Trojan Source"). Memory holds what a model wrote, and a model can be led to write
+# anything: a held write shown for review must read on screen as it will be stored.
+_ACTED_ON = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # DEL, C1, bidirectional controls
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_ACTED_ON}]")  # and C0 but tab and newline
+_UNSAFE_CELL = re.compile(f"[\x00-\x1f{_ACTED_ON}]")  # and every C0 control
+
+
+def shown(text: str, *, cell: bool = False) -> str:
+    """``text`` safe to print: what a terminal would act on escaped as ``\\x1b``, ``\\u202e``... Tabs and line
+    breaks are kept, unless ``cell`` (a table cell, a tab-separated field, a one-line message: no tab, no break)."""
+    unsafe = _UNSAFE_CELL if cell else _UNSAFE
+    if unsafe.search(text) is None:
+        return text
+    return unsafe.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
 
-from memdir import ConfigError, MaxTurnsError, MissingCredentialsError, ProviderError, ToolResult, parse
+from memdir import ConfigError, MaxTurnsError, MissingCredentialsError, ProviderError, Store, ToolResult, parse
 from memdir.agent import AgentSettings, Finished, TextDelta, ToolCalled, extra_tool
 from memdir.agent.prompts import DEFAULT_SYSTEM
 from memdir.agent.providers.anthropic import AnthropicProvider
 from memdir.agent.transcript import orphans
+from memdir.gate import audit_entries
 from support.anthropic_server import FakeAnthropicServer, error_reply, text_reply, tool_use_reply
 
 from .conftest import MakeAgent
@@ -191,6 +193,43 @@ def test_search_adds_the_memory_search_tool(
     assert anthropic_server.message_requests[0].body["tools"][1] == definition
     assert calls == [{"query": "spicy"}]
     assert anthropic_server.message_requests[1].tool_results()[0]["content"] == "1 hit"
+
+
+@pytest.fixture
+def fts_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[search]\nmode = "fts"\n')
+    monkeypatch.setenv("MEMDIR_CONFIG", str(tmp_path / "config.toml"))
+
+
+def test_a_search_is_audited_as_the_model_in_this_session(
+    fts_only: None, anthropic_server: FakeAnthropicServer, make_agent: MakeAgent, store: Store
+) -> None:
+    store.write("/memories/codes.md", b"the zebra code is 4411\n")
+    anthropic_server.script(
+        tool_use_reply([("memory_search", {"query": "zebra code"})]),
+        tool_use_reply([("memory_search", {"query": "zebra", "path_prefix": "/etc"})]),
+        text_reply("4411"),
+    )
+    agent = make_agent(search=True)
+    agent.run("What is the zebra code?")
+    found, refused = (request.tool_results()[0] for request in anthropic_server.message_requests[1:3])
+    assert "the zebra code is 4411" in found["content"] and "is_error" not in found
+    assert (refused["content"], refused["is_error"]) == ("Error: Path must start with /memories, got: /etc", True)
+    searches = [(e.actor, e.session, e.path, e.outcome) for e in audit_entries(store) if e.command == "search"]
+    assert searches == [("model", agent.session_id, None, "ok"), ("model", agent.session_id, "/etc", "error")]
+
+
+def test_a_search_query_over_1000_characters_is_refused(
+    fts_only: None, anthropic_server: FakeAnthropicServer, make_agent: MakeAgent
+) -> None:
+    anthropic_server.script(tool_use_reply([("memory_search", {"query": "zebra " * 200})]), text_reply("Sorry."))
+    make_agent(search=True).run("Search for this paste.")
+    [refused] = anthropic_server.message_requests[1].tool_results()
+    assert (refused["content"], refused["is_error"]) == (
+        "Error: Parameter `query` of memory_search is 1,200 characters, over the limit of 1,000: search for a few "
+        "words or a short question.",
+        True,
+    )
 
 
 def test_a_missing_api_key_is_one_line_naming_the_variable() -> None:

@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from memdir import MISSING, MemoryTool, Origin, Store, open_store, parse
+from memdir.gate import audit_entries
 from memdir.integrations.mcp import INSTRUCTIONS, build_server
 from support.terminal import ctrl_c_on_a_terminal
 
@@ -534,6 +535,46 @@ async def test_search_errors_are_tool_errors(client: Client) -> None:
     assert await err(client, "memory_search", query='" OR NEAR(', limit="3") == (
         "Error: Parameter `limit` of memory_search must be an integer from 1 to 50."
     )
+
+
+async def test_a_search_result_fits_its_token_budget_even_for_one_long_line(client: Client, base: str) -> None:
+    await create(client, f"{base}/big.md", "zebra " + "lorem ipsum " * 8000 + "\n")
+    text = await ok(client, "memory_search", query="zebra", path_prefix=base)
+    assert len(text) <= 1500 * 4  # the default max_tokens, about four characters each
+    assert text.endswith(f"… (cut to fit 1500 tokens: view line 1 of {base}/big.md to read it whole)")
+
+
+async def test_search_refuses_a_long_query_and_repeats_a_query_bounded(client: Client, base: str) -> None:
+    assert await err(client, "memory_search", query="walnut " * 200) == (
+        "Error: Parameter `query` of memory_search is 1,400 characters, over the limit of 1,000: search for a few "
+        "words or a short question."
+    )
+    text = await ok(client, "memory_search", query="it's\x1b " + "q" * 500, path_prefix=base)
+    # Its first 200 characters (an escape shown as its four), then how long the query was.
+    assert text.startswith("No memory matches 'it's\\x1b " + "q" * 194 + "… (506 characters)'. ")
+
+
+async def test_each_search_is_audited_once_and_a_refused_one_as_an_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "config.toml").write_text('[search]\nmode = "fts"\n')
+    monkeypatch.setenv("MEMDIR_CONFIG", str(tmp_path / "config.toml"))
+    store = open_store("memory:")
+    refused = ({"query": "x", "path_prefix": "/etc/passwd"}, {"query": "x", "limit": "many"}, {"query": ""})
+    async with Client(build_server(store, session="s-2")) as connected:
+        await connected.call_tool("memory_create", {"path": "/memories/a.md", "file_text": "walnut cake\n"})
+        assert not (await connected.call_tool("memory_search", {"query": "walnut"})).is_error
+        for arguments in refused:
+            assert (await connected.call_tool("memory_search", arguments)).is_error
+    searches = [
+        (e.channel, e.actor, e.session, e.path, e.outcome) for e in audit_entries(store) if e.command == "search"
+    ]
+    assert searches == [
+        ("mcp", "model", "s-2", None, "ok"),
+        ("mcp", "model", "s-2", "/etc/passwd", "error"),
+        ("mcp", "model", "s-2", None, "error"),
+        ("mcp", "model", "s-2", None, "error"),
+    ]
 
 
 def test_on_a_terminal_it_says_what_it_waits_for_and_one_ctrl_c_ends_it(tmp_path: Path) -> None:

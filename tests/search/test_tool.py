@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from memdir import MemoryStore, MemoryTool
+from memdir.gate import audit_entries
 from memdir.search import ToolText, search_tool
 from memdir.search._tool import INPUT_SCHEMA
 
@@ -71,6 +72,48 @@ def test_the_result_holds_what_fits_the_token_budget(store: MemoryStore, fts_onl
     # A line shown as an earlier hit's context is not shown as context again (it may still be a hit itself).
     numbers = [row.split("\t")[0].strip() for row in large.split("\n") if "\t" in row]
     assert max(Counter(numbers).values()) == 2 and len(set(numbers)) > 20
+
+
+def test_a_hit_too_long_for_the_budget_is_cut_and_says_so(store: MemoryStore, fts_only: None) -> None:
+    store.write("/memories/big.md", ("zebra " + "lorem ipsum " * 8000 + "\n").encode())
+    text = run(store, {"query": "zebra", "max_tokens": 100}).text
+    assert len(text) <= 100 * 4
+    assert text.startswith("1 passage matching 'zebra', best first. Full-text search (BM25)")
+    assert "\n\n/memories/big.md (line 1, relevance 1.00, fts)\n     1\tzebra lorem ipsum lorem" in text
+    assert text.endswith("… (cut to fit 100 tokens: view line 1 of /memories/big.md to read it whole)")
+
+
+def test_the_header_counts_in_the_budget(store: MemoryStore, fts_only: None) -> None:
+    lines = "".join(f"note {n}: the quarterly report needs another careful review before Friday\n" for n in range(60))
+    store.write("/memories/reports.md", lines.encode())
+    query = "quarterly report " + " ".join(["unmatched"] * 18)  # ~190 characters, repeated in the header
+    text = run(store, {"query": query, "max_tokens": 150}).text
+    assert len(text) <= 150 * 4 and text.count("/memories/reports.md (line") >= 1
+    assert text.endswith("more matching passages left out to fit 150 tokens.)")
+
+
+def test_the_query_is_repeated_bounded_and_escaped_never_as_a_repr(store: MemoryStore, fts_only: None) -> None:
+    assert run(store, {"query": "it's\x00\u202e\ngone"}).text == (
+        "No memory matches 'it's\\x00\\u202e\\ngone'. Full-text search (BM25)."
+    )
+    text = run(store, {"query": "zz" * 500}).text
+    assert text == f"No memory matches '{'zz' * 100}… (1,000 characters)'. Full-text search (BM25)."
+
+
+def test_a_query_over_1000_characters_is_refused(store: MemoryStore) -> None:
+    result = run(store, {"query": "e" * 1001})
+    assert (result.text, result.is_error) == (
+        "Error: Parameter `query` of memory_search is 1,001 characters, over the limit of 1,000: search for a few "
+        "words or a short question.",
+        True,
+    )
+
+
+def test_each_search_is_audited_once_as_the_model(store: MemoryStore, fts_only: None) -> None:
+    run(store, {"query": "email"})
+    run(store, {"query": "email", "path_prefix": "/etc"})
+    searches = [(e.channel, e.actor, e.path, e.outcome) for e in audit_entries(store) if e.command == "search"]
+    assert searches == [("tool", "model", None, "ok"), ("tool", "model", "/etc", "error")]
 
 
 def test_no_match_says_so(store: MemoryStore, fts_only: None) -> None:

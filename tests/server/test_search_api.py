@@ -84,3 +84,11 @@ def test_a_search_never_reaches_another_namespace(http: httpx.Client, client: Cl
     bob = client("bob")
     assert bob.get("/v1/search", params={"q": "Dolomites email Acme", "mode": "fts"}).json()["hits"] == []
     assert bob.get("/v1/search", params={"q": "Dolomites", "namespace": "alice"}).json()["hits"] == []
+
+
+def test_a_nul_in_the_query_is_refused_as_a_nul_not_as_too_long(http: httpx.Client) -> None:
+    response = http.get("/v1/search", params={"q": "a\x00b"})
+    assert error_of(response) == (400, "invalid_request")
+    assert response.json()["error"]["message"] == "query parameter 'q' must not contain a NUL byte"
+    too_long = http.get("/v1/search", params={"q": "x" * 1001}).json()["error"]["message"]
+    assert too_long == "query parameter 'q' must be text of at most 1000 characters"

@@ -127,7 +127,7 @@ class Agent(SessionKeeping, ToolCalls, ContextManagement):
     def _tools(self, extra: Sequence[ExtraTool]) -> list[ToolSpec]:
         tools = memory_tools(self.memory, self.settings.tools) if self._offers_memory else []
         if self.settings.search:
-            tools += search_tools(self.store)
+            tools += search_tools(self.memory)
         tools += [item if isinstance(item, ToolSpec) else extra_tool(*item) for item in extra]
         self.tools = tools
         if self.settings.delegate and self.subagent is None:

@@ -258,8 +258,9 @@ def _parameters(schema: Mapping[str, Any] | None, definition: Mapping[str, Any])
     return schema if isinstance(schema, Mapping) else {"type": "object"}
 
 
-def search_tools(store: Store) -> list[ToolSpec]:
-    """``memory_search`` from `memdir.search` (built separately); a clear `ConfigError` when it is missing."""
+def search_tools(memory: MemoryAccess) -> list[ToolSpec]:
+    """``memory_search`` from `memdir.search` (built separately), over the memory tools' store; a clear
+    `ConfigError` when it is missing."""
     try:
         module = importlib.import_module("memdir.search")
         factory = module.search_tool
@@ -267,11 +268,13 @@ def search_tools(store: Store) -> list[ToolSpec]:
         raise ConfigError(
             "--search needs memdir's search module (memdir.search.search_tool), which is not installed here"
         ) from exc
-    definition, schema, execute = factory(store)
+    definition, schema, _ = factory(memory.tool.gate)
 
     def run(arguments: dict[str, Any]) -> ToolResult:
-        # Search returns its own plain result (text, is_error): it depends on no door's types.
-        found = execute(arguments)
+        # Through the memory tool's gate as it is now (the agent's actor and session, and the source a tainted
+        # turn set): the search is audited as the model's, like its views. Search returns its own plain result
+        # (text, is_error): it depends on no door's types.
+        found = factory(memory.tool.gate)[2](arguments)
         return found if isinstance(found, ToolResult) else ToolResult(found.text, is_error=found.is_error)
 
     # It reads only this store: its results are memory, not outside content.

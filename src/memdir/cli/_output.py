@@ -4,34 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import sys
 from typing import TYPE_CHECKING
 
 import click
 
 from .._format import human_size
+from .._format import shown as shown  # re-exported: the commands import it from here
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-
-# What a terminal would act on instead of showing: C0 controls but tab and newline (an escape sequence can move the
-# cursor, erase lines, set the window title or the clipboard), DEL, C1 controls, and the bidirectional controls that
-# reorder a line as shown ("Trojan Source"). Memory holds what a model wrote, and a model can be led to write
-# anything: a held write shown for review must read on screen as it will be stored.
-_ACTED_ON = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # DEL, C1, bidirectional controls
-_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f{_ACTED_ON}]")  # and C0 but tab and newline
-_UNSAFE_CELL = re.compile(f"[\x00-\x1f{_ACTED_ON}]")  # and every C0 control
-
-
-def shown(text: str, *, cell: bool = False) -> str:
-    """``text`` safe to print: what a terminal would act on escaped as ``\\x1b``, ``\\u202e``... Tabs and line
-    breaks are kept, unless ``cell`` (a table cell, or a tab-separated field: one line, no tab)."""
-    unsafe = _UNSAFE_CELL if cell else _UNSAFE
-    if unsafe.search(text) is None:
-        return text
-    return unsafe.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def stdout_is_tty() -> bool:

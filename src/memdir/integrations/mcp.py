@@ -25,7 +25,7 @@ from pydantic import Field, PlainValidator
 
 from .._version import __version__
 from ..paths import MemoryPath
-from ..search._tool import execute_search
+from ..search._tool import MAX_QUERY_CHARS, execute_search
 from ..tool import MemoryTool, ToolResult
 
 if TYPE_CHECKING:
@@ -127,7 +127,10 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "memory_search": _schema(
         "query",
-        query=_string("What to look for: keywords or a natural-language question, in any language."),
+        query={
+            **_string("What to look for: keywords or a natural-language question, in any language."),
+            "maxLength": MAX_QUERY_CHARS,
+        },
         limit={"type": "integer", "minimum": 1, "maximum": 50, "description": "How many passages (default 10)."},
         path_prefix=_string(f"Optional: search only this file or the files below this directory. {_PATH_RULES}"),
     ),
@@ -240,7 +243,7 @@ def _functions(memory: MemoryTool) -> dict[str, _ToolFn]:
         # The same executor an agent gets (`memdir.search.search_tool`): the same words, errors as tool errors;
         # search returns its own plain result, made a ToolResult here.
         arguments = {"query": query, "limit": limit, "path_prefix": path_prefix}
-        result = await anyio.to_thread.run_sync(_search, memory, arguments, path_prefix)
+        result = await anyio.to_thread.run_sync(_search, memory, arguments)
         return _to_mcp(result)
 
     functions: list[_ToolFn] = [
@@ -272,11 +275,9 @@ def _tools(memory: MemoryTool) -> list[Tool]:
     return tools
 
 
-def _search(memory: MemoryTool, arguments: dict[str, object], prefix: object) -> ToolResult:
-    """``memory_search``, recorded in the audit log as one search through the tool's gate (never the query)."""
-    shown = prefix if isinstance(prefix, str) else None
-    with memory.gate.call("search", shown):
-        found = execute_search(memory.gate, arguments)
+def _search(memory: MemoryTool, arguments: dict[str, object]) -> ToolResult:
+    """``memory_search`` through the tool's gate: the search audits itself as this server's caller."""
+    found = execute_search(memory.gate, arguments)
     return ToolResult(found.text, is_error=found.is_error)
 
 

@@ -28,13 +28,14 @@ from ._providers import (
     semantic_installed,
 )
 from ._search import Found, Mode, Searcher, searcher
-from ._tool import TOOL_NAME, ToolText, search_tool
+from ._tool import MAX_QUERY_CHARS, TOOL_NAME, ToolText, search_tool
 
 if TYPE_CHECKING:
     from ..store._base import Store
     from ..store._records import PathLike
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "RESCAN_SECONDS",
     "TOOL_NAME",
     "APIEmbeddings",

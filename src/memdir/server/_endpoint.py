@@ -226,10 +226,12 @@ class Call:
             raise ApiError("invalid_request", f"send the query parameter {name!r} at most once")
         if not values:
             return default
-        if len(values[0]) > max_chars or "\x00" in values[0]:
+        if len(values[0]) > max_chars:
             raise ApiError(
                 "invalid_request", f"query parameter {name!r} must be text of at most {max_chars} characters"
             )
+        if "\x00" in values[0]:  # no store, index or database column takes one
+            raise ApiError("invalid_request", f"query parameter {name!r} must not contain a NUL byte")
         return values[0]
 
     def query_choice(self, name: str, choices: tuple[str, ...]) -> str:

@@ -11,6 +11,7 @@ the model reads) live in `memdir.tool`, never here.
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 import time
@@ -293,9 +294,7 @@ class Store(ABC):
         """The passages that best match ``query``, best first: full-text (BM25), or hybrid with embeddings when
         the ``[semantic]`` extra is installed. ``path_prefix`` limits it to a file or the files below a directory.
         The index follows this store's change log (`memdir.search`); backends need not override this."""
-        if _SEARCH is None:  # memdir.search plugs itself in when memdir is imported, which importing this did
-            raise ConfigError("search is not available: memdir.search could not be imported")
-        return _SEARCH(self, query, limit, path_prefix)
+        return _search_engine()(self, query, limit, path_prefix)
 
     # -- the auxiliary database ---------------------------------------------------------------------------
 
@@ -340,6 +339,20 @@ class Store(ABC):
 
 
 _SEARCH: Callable[[Store, str, int, PathLike | None], list[SearchHit]] | None = None
+
+
+def _search_engine() -> Callable[[Store, str, int, PathLike | None], list[SearchHit]]:
+    """The engine `register_search` plugged in, imported on first use: ``import memdir`` loads its parts lazily,
+    so nothing may have imported memdir.search yet. It is named by string, not imported: the store contract does
+    not depend on the engine built over it (memdir.search imports the store, never the other way round)."""
+    if _SEARCH is None:
+        try:
+            importlib.import_module("memdir.search")  # registers itself
+        except ImportError as exc:
+            raise ConfigError("search is not available: memdir.search could not be imported") from exc
+    if _SEARCH is None:
+        raise ConfigError("search is not available: memdir.search did not register its engine")
+    return _SEARCH
 
 
 def register_search(search: Callable[[Store, str, int, PathLike | None], list[SearchHit]]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...search import hit_json, searcher
+from ...search import MAX_QUERY_CHARS, hit_json, searcher
 from .._endpoint import Call, Endpoint
 from .._errors import ApiError, json_response
 from .._schemas import json_response as json_doc
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ENDPOINTS"]
 
-MAX_QUERY_CHARS = 1000
 MAX_HITS = 100
 _MODES = ("auto", "fts", "hybrid")
 
