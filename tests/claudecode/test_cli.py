@@ -41,3 +41,11 @@ def test_errors_are_one_line(layout: Layout) -> None:
         result = CliRunner().invoke(cli, ["claude-code", *args])
         assert result.exit_code == 1
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: ")
+
+
+@pytest.mark.parametrize("url", ["claude-code:~memdir-no-such-user/x", "claude-code:dir:~memdir-no-such-user/x"])
+def test_an_unknown_users_home_is_a_one_line_error(layout: Layout, url: str) -> None:
+    result = CliRunner().invoke(cli, ["--store", url, "ls"])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error: cannot expand '~memdir-no-such-user'") and result.stderr.count("\n") == 1
+    assert "internal error" not in result.stderr

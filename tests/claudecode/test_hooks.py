@@ -143,6 +143,35 @@ def test_a_one_line_file_stays_on_one_line(fake: FakeHome) -> None:
     assert uninstall_hooks(Claude.here()).restored and path.read_text() == '{"model":"opus"}'
 
 
+@pytest.mark.parametrize(
+    "original",
+    [SETTINGS.replace("\n", "\r\n").encode(), SETTINGS.rstrip("\n").encode()],
+    ids=["crlf", "no-final-newline"],
+)
+def test_line_endings_are_kept_byte_for_byte(fake: FakeHome, original: bytes) -> None:
+    path = fake.claude / "settings.json"
+    path.write_bytes(original)
+    assert CliRunner().invoke(cli, ["claude-code", "install"]).exit_code == 0
+    installed = path.read_bytes()
+    (backup,) = fake.claude.glob("settings.json.memdir-backup-*")
+    assert backup.read_bytes() == original
+    crlf = b"\r\n" in original
+    assert installed.count(b"\r\n") == (installed.count(b"\n") if crlf else 0)  # added lines end as the file's do
+    assert installed.endswith(original[-3:])  # the end of the file, its (missing) final newline included
+    result = CliRunner().invoke(cli, ["claude-code", "uninstall"])
+    assert result.exit_code == 0 and "as it was before" in result.stdout
+    assert path.read_bytes() == original
+
+
+def test_removing_the_hooks_from_an_edited_crlf_file_keeps_crlf(fake: FakeHome) -> None:
+    path = fake.claude / "settings.json"
+    path.write_bytes(SETTINGS.replace("\n", "\r\n").encode())
+    install_hooks(Claude.here(), COMMAND)
+    path.write_bytes(path.read_bytes().replace(b'"opus"', b'"sonnet"'))  # changed since: only memdir's hooks go
+    assert not uninstall_hooks(Claude.here()).restored
+    assert path.read_bytes() == SETTINGS.replace("\n", "\r\n").replace('"opus"', '"sonnet"').encode()
+
+
 def test_the_hook_command(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hook_command("/x/memdir", {}) == "/x/memdir claude-code snapshot"
     assert hook_command("/my venv/memdir", {"MEMDIR_HOME": "/data/m d"}) == (

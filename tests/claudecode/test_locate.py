@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -164,3 +165,37 @@ def test_another_project_by_path_and_a_missing_one(layout: Layout) -> None:
     assert locate_url("claude-code:scratch").directory == layout.scratch_memory  # relative to the current directory
     with pytest.raises(NotFoundError, match="no project directory"):
         locate_url("claude-code:/no/such/project")
+
+
+def _long_siblings(fake: FakeHome) -> tuple[Path, Path, Path]:
+    """Two projects whose keys share their first 200 characters, and A's memory directory as a Claude Code build
+    whose hash memdir does not compute would name it (the cut key, ``-`` and another suffix)."""
+    parent = fake.home / "/".join(["verylongdirectoryname"] * 10)
+    a, b = fake.plain(str(parent / "projA")), fake.plain(str(parent / "projB"))
+    assert project_key(str(a))[:201] == project_key(str(b))[:201]
+    folder = fake.claude / "projects" / (project_key(str(a))[:201] + "zz9zz9")
+    fake.write(folder / "memory", "MEMORY.md", "- project A private notes\n")
+    return a, b, folder
+
+
+def test_a_long_key_takes_another_hash_only_when_its_sessions_ran_in_the_project(fake: FakeHome) -> None:
+    a, b, folder = _long_siblings(fake)
+    assert locate_url(f"claude-code:{b}").directory == fake.claude / "projects" / project_key(str(b)) / "memory"
+    assert locate_url(f"claude-code:{a}").directory != folder / "memory"  # no transcript: not provably A's
+    fake.write(folder, "s1.jsonl", json.dumps({"type": "user", "cwd": str(a)}) + "\n")
+    found = locate_url(f"claude-code:{a}")
+    assert found.directory == folder / "memory" and "another hash" in found.reason
+    assert locate_url(f"claude-code:{b}").directory != folder / "memory"  # A's sessions prove nothing for B
+    fake.write(folder, "s2.jsonl", json.dumps({"type": "user", "cwd": str(b)}) + "\n")
+    assert locate_url(f"claude-code:{a}").directory != folder / "memory"  # shared by two projects: neither's
+
+
+def test_create_never_writes_into_another_projects_long_key(fake: FakeHome) -> None:
+    a, b, folder = _long_siblings(fake)
+    fake.write(folder, "s1.jsonl", json.dumps({"type": "user", "cwd": str(a)}) + "\n")
+    os.chdir(b)
+    with open_store("claude-code:?create=1") as store:
+        assert list(store.list_files()) == []  # not project A's notes
+        store.write("/memories/b.md", b"written from project B\n")
+    assert sorted(p.name for p in (folder / "memory").iterdir()) == ["MEMORY.md"]
+    assert (fake.claude / "projects" / project_key(str(b)) / "memory" / "b.md").is_file()

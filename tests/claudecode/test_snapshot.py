@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from memdir import open_store
@@ -105,6 +107,57 @@ def test_the_quick_check(layout: Layout) -> None:
     snapshot()
     (layout.app / ".claude" / "settings.local.json").write_text('{"autoMemoryDirectory": "~/moved"}')
     assert not _quick.unchanged()  # a setting that moves a directory
+
+
+def _deep_tree(top: Path, levels: int = 22) -> None:
+    """A tree whose absolute paths pass PATH_MAX (4096 on Linux), made one directory descriptor at a time."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(levels):
+        os.mkdir("d" * 200, dir_fd=fd)
+        fd, parent = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(parent)
+    note = os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+    os.write(note, b"deep\n")
+    os.close(note)
+    os.close(fd)
+
+
+def test_a_tree_deeper_than_path_max_is_fingerprinted_and_its_changes_recorded(layout: Layout) -> None:
+    _deep_tree(layout.app_memory)
+    snapshot()
+    assert _quick.fingerprint(str(layout.app_memory)) != "unreadable"
+    index = layout.app_memory / "MEMORY.md"
+    index.write_text(index.read_text() + "- one more\n")
+    assert not _quick.unchanged()
+    assert [str(v.path) for r in snapshot().recorded for v in r.versions] == ["/memories/MEMORY.md"]
+
+
+def test_an_unreadable_directory_is_looked_at_every_time(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _quick._walk
+
+    def walk(directory: str, *rest: Any) -> None:
+        if str(directory) == str(layout.app_memory):
+            raise PermissionError(13, "Permission denied", directory)  # a folder another user owns, say
+        real(directory, *rest)
+
+    monkeypatch.setattr(_quick, "_walk", walk)
+    snapshot()
+    assert _quick.fingerprint(str(layout.app_memory)) == "unreadable"
+    assert not _quick.unchanged()  # never "as last time": nothing could be compared
+    index = layout.app_memory / "MEMORY.md"
+    index.write_text(index.read_text() + "- one more\n")
+    found = snapshot()
+    assert [str(v.path) for r in found.recorded for v in r.versions] == ["/memories/MEMORY.md"]
+    with open_store("claude-code:") as store:
+        assert store.read("/memories/MEMORY.md").content.endswith(b"- one more\n")
+
+
+def test_a_snapshot_that_records_nothing_prints_nothing(layout: Layout) -> None:
+    assert "changes recorded" in run("claude-code", "snapshot")[2]  # the first one records every file
+    index = layout.app_memory / "MEMORY.md"
+    index.write_text(index.read_text() + "- one more\n")
+    assert run("--store", "claude-code:", "ls")[0] == 0  # a command records the change first
+    assert run("claude-code", "snapshot") == (0, "", "")  # looked at a changed directory, found nothing new
 
 
 def test_the_quick_check_knows_the_hooks_working_directories(layout: Layout) -> None:

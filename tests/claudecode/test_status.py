@@ -79,11 +79,22 @@ def test_the_secret_itself_is_never_shown(layout: Layout) -> None:
     assert TOKEN[4:12] not in status("--json")
 
 
+def test_a_secret_in_a_file_name_is_masked_and_reported(fake: FakeHome) -> None:
+    memory = fake.memory(fake.repo("named"))
+    fake.write(memory, f"{TOKEN}.md", "password = hunter2Xy9!zzQ\n")
+    out = status()
+    assert TOKEN not in out and TOKEN[4:12] not in status("--json")
+    assert "  secret: ghp_****(40 chars).md in its name: github-token\n" in out
+    assert "  secret: ghp_****(40 chars).md line 1: password\n" in out
+
+
 def test_json(layout: Layout) -> None:
     report = json.loads(status("--json"))
     (app,) = [d for d in report["directories"] if d["project"] == str(layout.app) and d["kind"] == "project"]
-    size = len((layout.app_memory / "MEMORY.md").read_bytes())
-    assert app["index"] == {"lines": 230, "bytes": size, "loaded_lines": 200, "whole": False}
+    text = (layout.app_memory / "MEMORY.md").read_bytes()
+    loaded = len(b"".join(text.split(b"\n")[:200])) + 200
+    index = {"lines": 230, "bytes": len(text), "loaded_lines": 200, "loaded_bytes": loaded, "whole": False}
+    assert app["index"] == index
     assert app["secrets"] == [{"path": "api_access.md", "line": 7, "what": "github-token"}]
     assert app["directory"] == str(layout.app_memory)
     assert [d["label"] for d in report["directories"]][-1] == "agent reviewer (user scope)"
@@ -101,6 +112,31 @@ def test_a_memory_index_cut_by_its_size(fake: FakeHome) -> None:
         "lines 87-100 are not loaded." in out
     )
     assert "note:" not in out and "secret:" not in out
+
+
+def test_one_line_over_the_byte_limit_is_not_loaded_whole(fake: FakeHome) -> None:
+    memory = fake.memory(fake.repo("long"))
+    fake.write(memory, "MEMORY.md", "x" * 30_000 + "\n")
+    out = status()
+    assert (
+        "  MEMORY.md: 1 line, 29.3K: Claude Code loads only the first 25 KB of line 1 (the first 200 lines or "
+        "25 KB); the rest is not loaded." in out
+    )
+    (index,) = [d["index"] for d in json.loads(status("--json"))["directories"]]
+    assert (index["loaded_lines"], index["loaded_bytes"], index["whole"]) == (0, 25 * 1024, False)
+
+
+def test_lines_end_at_line_feeds_only(fake: FakeHome) -> None:
+    memory = fake.memory(fake.repo("seps"))
+    # U+2028, a form feed and a lone CR are no line ends for Claude Code: 10 short lines, all loaded.
+    fake.write(memory, "MEMORY.md", "".join(f"- line {i} " + "a\u2028\x0c\r" * 30 + "\n" for i in range(10)))
+    assert "  MEMORY.md: 10 lines, 1.9K: Claude Code loads all of it\n" in status()
+
+
+def test_one_line_past_the_line_limit_is_named_as_one(fake: FakeHome) -> None:
+    memory = fake.memory(fake.repo("lines"))
+    fake.write(memory, "MEMORY.md", "".join(f"- {i}\n" for i in range(201)))
+    assert "loads only lines 1-200 (the first 200 lines or 25 KB); line 201 is not loaded." in status()
 
 
 def test_notes_missing_their_fields(fake: FakeHome) -> None:

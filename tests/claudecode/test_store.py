@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memdir import MemoryTool, open_store
 from memdir.claudecode import store_id
+from memdir.cli import cli
 from memdir.errors import ConfigError, NotFoundError
 from memdir.search import searcher
 
@@ -43,6 +45,15 @@ def test_a_memory_command_writes_the_file_and_nothing_else_inside(layout: Layout
     assert added == [str(layout.app_memory / "user_role.md")]
     assert changed == [str(layout.app_memory)]  # the directory gained an entry
     assert (layout.app_memory / "user_role.md").read_text() == "Data scientist.\n"
+
+
+def test_verify_reads_the_directory_and_writes_nothing_inside(layout: Layout, fake: FakeHome) -> None:
+    assert CliRunner().invoke(cli, ["--store", "claude-code:", "ls"]).exit_code == 0  # the first look records
+    before = fake.listing()
+    result = CliRunner().invoke(cli, ["--store", "claude-code:", "verify"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("4 files checked: all match their history.\n")
+    assert fake.listing() == before  # no memories/ folder made inside Claude Code's directory
 
 
 def test_history_lives_in_memdirs_data_directory(layout: Layout, _isolated_home: Path) -> None:

@@ -53,10 +53,14 @@ _POINTER = re.compile(r"(?<![\w./-])(?:/memories/|\./)?((?:\w[\w.-]*/)*\w[\w.-]*
 
 def cut_index(text: str) -> str:
     """The part of ``text`` a session loads: the first 200 lines or 25 KB, whichever is shorter, ending on a
-    whole line (or a whole character, for one overlong line)."""
+    whole line (or a whole character, for one overlong line). Lines end at LF only, as Claude Code and
+    `split_lines` count them: str.splitlines also breaks at CR, U+2028, form feeds..., and so cut a short index
+    short."""
+    pieces = text.split("\n")
+    lines = [piece + "\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
     kept: list[str] = []
     size = 0
-    for line in text.splitlines(keepends=True)[:INDEX_MAX_LINES]:
+    for line in lines[:INDEX_MAX_LINES]:
         size += len(line.encode("utf-8"))
         if size > INDEX_MAX_BYTES:
             if not kept:

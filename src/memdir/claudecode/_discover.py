@@ -13,14 +13,12 @@ transcripts, whose records carry the working directory; failing that it is shown
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._locate import Claude, Location, canonical_root, project_key, project_memory, read_json
+from ._locate import Claude, Location, canonical_root, project_key, project_memory, read_json, recorded_cwds
 from ._stores import remembered_projects
 
 if TYPE_CHECKING:
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["discover", "known_projects"]
 
-_TRANSCRIPT_HEAD = 64 * 1024  # bytes of a transcript read for its working directory
 _SHARED = "shared by several projects"
 
 
@@ -100,26 +97,9 @@ def _subdirectories(directory: Path) -> list[str]:
 
 def _project_of(claude: Claude, key: str) -> Path | None:
     """The project whose key ``key`` is, from the working directory its session transcripts record."""
-    folder = claude.projects / key
-    try:
-        with os.scandir(folder) as entries:
-            transcripts = [e.path for e in entries if e.name.endswith(".jsonl") and e.is_file()]
-    except OSError:
-        return None
-    for transcript in transcripts[:3]:
-        cwd = _recorded_cwd(transcript)
-        if cwd is not None and os.path.isdir(cwd):
+    for cwd in recorded_cwds(claude.projects / key, newest=3):
+        if os.path.isdir(cwd):
             root = canonical_root(Path(cwd))
             if project_key(str(root)) == key:
                 return root
-    return None
-
-
-def _recorded_cwd(transcript: str) -> str | None:
-    with contextlib.suppress(OSError), open(transcript, "rb") as file:
-        for line in file.read(_TRANSCRIPT_HEAD).splitlines():
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                if isinstance(record, dict) and isinstance(record.get("cwd"), str):
-                    return str(record["cwd"])
     return None

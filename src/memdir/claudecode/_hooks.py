@@ -81,8 +81,8 @@ def install_hooks(claude: Claude, command: str) -> HookChange:
     backup = None
     if original is not None:
         backup = path.with_name(f"{path.name}.memdir-backup-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-        _write(backup, original, 0o600)  # the settings may hold secrets in `env`
-    _write(path, text, _mode(path))
+        _write(backup, original.encode("utf-8"), 0o600)  # the settings may hold secrets in `env`
+    _write(path, text.encode("utf-8"), _mode(path))
     _note(path, {"backup": str(backup) if backup else None, "installed": _sha(text), "created": original is None})
     return HookChange(path, tuple(added), backup)
 
@@ -107,7 +107,7 @@ def _put_back(path: Path, text: str, record: dict[str, Any]) -> HookChange:
     if record.get("created"):
         path.unlink()
     elif isinstance(backup, str) and Path(backup).is_file():
-        _write(path, Path(backup).read_text(encoding="utf-8"), _mode(path))
+        _write(path, Path(backup).read_bytes(), _mode(path))  # as they were, line endings included
     else:
         return _strip(path, text)  # the backup is gone: take out what was added
     _note(path, None)
@@ -122,7 +122,7 @@ def _strip(path: Path, text: str) -> HookChange:
         if changed is not None:
             text, removed = changed, [*removed, event]
     if removed:
-        _write(path, text, _mode(path))
+        _write(path, text.encode("utf-8"), _mode(path))
         _note(path, None)
     return HookChange(path, tuple(removed))
 
@@ -189,8 +189,11 @@ def _remove(text: str, event: str) -> str | None:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text exactly: ``newline=""`` keeps CRLF and a lone CR (read_text would turn them into LF, and
+    the backup, the installed file and the one uninstall puts back would all differ from the user's)."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8", newline="") as file:
+            return file.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -204,13 +207,13 @@ def _mode(path: Path) -> int:
         return 0o600
 
 
-def _write(path: Path, text: str, mode: int) -> None:
+def _write(path: Path, data: bytes, mode: int) -> None:
     """Replace ``path`` atomically: Claude Code reads its settings while running, and must never see half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.memdir-{os.getpid()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-        out.write(text)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
         out.flush()
         os.fsync(out.fileno())
     os.chmod(temp, mode)  # the umask must not change the file's mode

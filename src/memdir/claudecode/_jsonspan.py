@@ -128,32 +128,40 @@ def _first_step(text: str) -> str:
     return ""
 
 
-def _render(value: Any, style: tuple[str, str] | None) -> str:
+def newline_of(text: str) -> str:
+    """The line ending the file is written with (its first line's): what added lines end with, so a CRLF file
+    stays CRLF."""
+    end = text.find("\n")
+    return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
+
+
+def _render(value: Any, style: tuple[str, str] | None, newline: str) -> str:
     if style is None:
         return json.dumps(value, ensure_ascii=False)
     inner, step = style
     indent = len(step) if step.strip(" ") == "" else step
     text = json.dumps(value, ensure_ascii=False, indent=indent)
-    return text.replace("\n", "\n" + inner)
+    return text.replace("\n", newline + inner)
 
 
 def _insert(text: str, container: Node, entry: str, style: tuple[str, str] | None, last_end: int | None) -> str:
+    newline = newline_of(text)
     if last_end is not None:
         if style is None:
             return text[:last_end] + ", " + entry + text[last_end:]
-        return text[:last_end] + ",\n" + style[0] + entry + text[last_end:]
+        return text[:last_end] + "," + newline + style[0] + entry + text[last_end:]
     close = container.end - 1
     if style is None:
         return text[: container.start + 1] + entry + text[close:]
     outer = _line_indent(text, container.start)
-    return text[: container.start + 1] + "\n" + style[0] + entry + "\n" + outer + text[close:]
+    return text[: container.start + 1] + newline + style[0] + entry + newline + outer + text[close:]
 
 
 def insert_member(text: str, obj: Node, key: str, value: Any) -> str:
     """``text`` with ``"key": value`` added as the last member of ``obj``."""
     first = obj.members[0][1] if obj.members else None
     style = _style(text, obj, first)
-    entry = json.dumps(key, ensure_ascii=False) + ": " + _render(value, style)
+    entry = json.dumps(key, ensure_ascii=False) + ": " + _render(value, style, newline_of(text))
     return _insert(text, obj, entry, style, obj.members[-1][2].end if obj.members else None)
 
 
@@ -161,7 +169,8 @@ def append_item(text: str, array: Node, value: Any) -> str:
     """``text`` with ``value`` added as the last item of ``array``."""
     first = array.items[0].start if array.items else None
     style = _style(text, array, first)
-    return _insert(text, array, _render(value, style), style, array.items[-1].end if array.items else None)
+    entry = _render(value, style, newline_of(text))
+    return _insert(text, array, entry, style, array.items[-1].end if array.items else None)
 
 
 def _cut(text: str, spans: list[tuple[int, int]], index: int, container: Node) -> str:

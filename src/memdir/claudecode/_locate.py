@@ -22,6 +22,7 @@ issue tracker for the directory key (anthropics/claude-code#9221, #35162, #24382
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -47,10 +48,13 @@ __all__ = [
     "project_key",
     "project_memory",
     "read_json",
+    "recorded_cwds",
 ]
 
 CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 MAX_KEY = 200  # Claude Code cuts a longer project key and adds a hash
+_TRANSCRIPT_HEAD = 64 * 1024  # bytes of a transcript read for its working directory
+_TRANSCRIPTS_READ = 20  # the newest transcripts of a folder read for the project it belongs to (bounds the cost)
 AGENT_SCOPES = ("user", "project", "local")
 Scope = Literal["user", "project", "local"]
 
@@ -285,8 +289,11 @@ def project_memory(claude: Claude, start: Path) -> tuple[Location, list[str]]:
     setting, ignored = auto_memory_setting(claude, started)
     if setting is None:
         key = project_key(str(root))
-        directory = _existing_key(claude, key) or claude.projects / key / "memory"
         where = f"the default location for {root}"
+        found = _existing_key(claude, key, root)
+        if found is not None:
+            where += f" (named with another hash by Claude Code; its sessions ran in {root})"
+        directory = found or claude.projects / key / "memory"
         return Location(directory, "project", root, reason=where, key=directory.parent.name), ignored
     reason = f"autoMemoryDirectory in {setting.source}"
     disabled = None
@@ -295,16 +302,51 @@ def project_memory(claude: Claude, start: Path) -> tuple[Location, list[str]]:
     return Location(setting.directory, "project", root, reason=reason, disabled=disabled), ignored
 
 
-def _existing_key(claude: Claude, key: str) -> Path | None:
-    """For a long path, the directory an older Claude Code made (its hash may differ): the one that exists."""
+def _existing_key(claude: Claude, key: str, root: Path) -> Path | None:
+    """For a long path whose computed key has no directory, the one Claude Code made with another hash (its
+    native build hashes with Bun's wyhash, not String.hashCode, and 2.1.224 changed the scheme), provided its
+    session transcripts show it is ``root``'s. The cut key alone proves nothing: every project under one long
+    parent shares it, and taking the only match gave a new project another project's notes (and, with
+    ``?create=1``, wrote into them)."""
     if len(key) <= MAX_KEY or (claude.projects / key).is_dir():
         return None
     prefix = key[: MAX_KEY + 1]
     try:
-        found = [e for e in os.scandir(claude.projects) if e.name.startswith(prefix) and e.is_dir()]
+        with os.scandir(claude.projects) as entries:
+            candidates = [Path(e.path) for e in entries if e.name.startswith(prefix) and e.is_dir()]
     except OSError:
         return None
-    return Path(found[0].path) / "memory" if len(found) == 1 else None
+    ours = [c for c in candidates if _sessions_of(c, root)]
+    return ours[0] / "memory" if len(ours) == 1 else None
+
+
+def _sessions_of(folder: Path, root: Path) -> bool:
+    """Whether the newest transcripts in ``folder`` record working directories, all of them in project ``root``
+    (one from elsewhere: a directory older Claude Code versions shared between long paths, not provably ours)."""
+    roots = [canonical_root(Path(cwd)) if os.path.isdir(cwd) else None for cwd in recorded_cwds(folder)]
+    return bool(roots) and all(r == root for r in roots)
+
+
+def recorded_cwds(folder: Path, newest: int = _TRANSCRIPTS_READ) -> list[str]:
+    """The working directories the ``newest`` session transcripts in ``folder`` record (one per transcript that
+    records any): Claude Code's keys cannot be turned back into paths, the transcripts can."""
+    try:
+        with os.scandir(folder) as entries:
+            transcripts = [(e.stat().st_mtime, e.path) for e in entries if e.name.endswith(".jsonl") and e.is_file()]
+    except OSError:
+        return []
+    found = (_recorded_cwd(path) for _, path in sorted(transcripts, reverse=True)[:newest])
+    return [cwd for cwd in found if cwd is not None]
+
+
+def _recorded_cwd(transcript: str) -> str | None:
+    with contextlib.suppress(OSError), open(transcript, "rb") as file:
+        for line in file.read(_TRANSCRIPT_HEAD).splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict) and isinstance(record.get("cwd"), str):
+                    return str(record["cwd"])
+    return None
 
 
 def agent_memory(claude: Claude, agent: str, start: Path, scope: str | None = None) -> Location:

@@ -20,9 +20,20 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["MANIFEST_VERSION", "fingerprint", "hook_payload", "listing", "manifest_path", "signature", "unchanged"]
+__all__ = [
+    "MANIFEST_VERSION",
+    "UNREADABLE",
+    "fingerprint",
+    "hook_payload",
+    "listing",
+    "manifest_path",
+    "same_mark",
+    "signature",
+    "unchanged",
+]
 
 MANIFEST_VERSION = 1
+UNREADABLE = "unreadable"  # a fingerprint that equals nothing, itself included: see `same_mark`
 _stash: list[dict[str, Any] | None] = []  # what the quick check read from stdin, for the full snapshot after it
 
 
@@ -67,19 +78,35 @@ def fingerprint(directory: str) -> str | None:
     except FileNotFoundError:
         return None
     except OSError:
-        return "unreadable"  # never equal to a digest: the full snapshot looks and reports
+        return UNREADABLE  # the full snapshot looks (and reports) every time, until it can be read
     return digest.hexdigest()
 
 
-def _walk(directory: str, prefix: str, digest: Any) -> None:
-    with os.scandir(directory) as listing:
-        entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
-    for entry in entries:
-        st = entry.stat(follow_symlinks=False)
-        name = prefix + entry.name
-        digest.update(f"{name}\0{st.st_mode}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n".encode())
-        if entry.is_dir(follow_symlinks=False):
-            _walk(entry.path, name + "/", digest)
+def same_mark(now: str | None, seen: object) -> bool:
+    """Whether a directory is as the last snapshot saw it. An unreadable one never is: a constant standing for
+    "could not look" equal to itself would let every later change go unrecorded."""
+    return now is not None and now != UNREADABLE and now == seen
+
+
+def _walk(directory: str, prefix: str, digest: Any, parent: int | None = None) -> None:
+    """Each subdirectory opened relative to its parent's descriptor, as the store walks (`memdir.store._fs`): a
+    tree whose absolute paths pass PATH_MAX is fingerprinted, not reported unreadable. Links are not followed
+    below the top (the memory directory itself may be one)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | (os.O_NOFOLLOW if parent is not None else 0)
+    fd = os.open(directory, flags, dir_fd=parent)
+    try:
+        with os.scandir(fd) as listing:
+            entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            name = prefix + entry.name
+            digest.update(
+                f"{name}\0{st.st_mode}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n".encode()
+            )
+            if entry.is_dir(follow_symlinks=False):
+                _walk(entry.name, name + "/", digest, fd)
+    finally:
+        os.close(fd)
 
 
 def signature(path: str) -> list[int] | None:
@@ -134,4 +161,4 @@ def _same(manifest: dict[str, Any]) -> bool:
         directory, _, child = key.partition("\0")
         if listing(directory, child or None) != seen:
             return False
-    return all(fingerprint(path) == seen for path, seen in manifest["dirs"].items())
+    return all(same_mark(fingerprint(path), seen) for path, seen in manifest["dirs"].items())

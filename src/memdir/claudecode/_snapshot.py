@@ -80,7 +80,7 @@ def snapshot(
         mark = _quick.fingerprint(path)
         if mark is None:
             continue
-        if mark != seen.get(path) or path not in heads:
+        if not _quick.same_mark(mark, seen.get(path)) or path not in heads:
             origin = _origin(location, payload, hooked, source)
             recorded, head = _record(location, origin, int(heads.get(path, 0)))
             result.recorded.append(recorded)

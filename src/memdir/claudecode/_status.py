@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._format import human_size, split_lines
 from ..automemory import INDEX_MAX_BYTES, INDEX_MAX_LINES, cut_index, read_frontmatter
 from ..policy import WritePolicy
+from ..policy.sweep import mask
 from ._discover import discover
 from ._locate import Claude, Location
 from ._stores import store_id
@@ -31,7 +32,7 @@ INDEX = "MEMORY.md"
 
 @dataclass(frozen=True)
 class Problem:
-    """A secret or a frontmatter problem in one file (``line`` 1-based)."""
+    """A secret or a frontmatter problem in one file (``line`` 1-based; 0: in the file's name)."""
 
     path: str  # relative to the memory directory
     line: int
@@ -48,13 +49,15 @@ class IndexLoad:
     lines: int
     size: int
     loaded_lines: int  # whole lines loaded (all of them when ``whole``)
+    loaded_size: int  # bytes loaded: the judge of ``whole`` (one overlong line is cut inside, its count unchanged)
 
     @property
     def whole(self) -> bool:
-        return self.loaded_lines >= self.lines
+        return self.loaded_size >= self.size
 
     def to_json(self) -> dict[str, Any]:
-        return {"lines": self.lines, "bytes": self.size, "loaded_lines": self.loaded_lines, "whole": self.whole}
+        return {"lines": self.lines, "bytes": self.size, "loaded_lines": self.loaded_lines,
+                "loaded_bytes": self.loaded_size, "whole": self.whole}  # fmt: skip
 
 
 @dataclass
@@ -110,6 +113,8 @@ def status(claude: Claude | None = None) -> Report:
 def _look(location: Location) -> DirectoryStatus:
     found = DirectoryStatus(location)
     for relative, path, st in _files(str(location.directory)):
+        relative, named = _name(relative)
+        found.secrets += named
         found.files += 1
         found.size += st.st_size
         found.last_change = max(found.last_change or 0.0, st.st_mtime)
@@ -132,6 +137,22 @@ def _look(location: Location) -> DirectoryStatus:
 _SECRETS = WritePolicy()
 
 
+def _name(relative: str) -> tuple[str, list[Problem]]:
+    """A file's name as status shows it, each secret in it masked as `memdir scan` masks one (a token pasted as a
+    file name is still a token, and status promises never to print one), and those secrets, reported."""
+    secrets = _SECRETS.secrets_in(relative)
+    if not secrets:
+        return relative, []
+    parts, cursor = [], 0
+    for secret in secrets:
+        start, end = secret.span
+        if start >= cursor:
+            parts += [relative[cursor:start], mask(secret.rule, relative[start:end])]
+            cursor = end
+    shown = "".join([*parts, relative[cursor:]])
+    return shown, [Problem(shown, 0, secret.rule) for secret in secrets]
+
+
 def _files(directory: str) -> Iterator[tuple[str, str, os.stat_result]]:
     """The non-hidden regular files below ``directory`` (as the store sees them: links are not followed)."""
     stack = [(directory, "")]
@@ -150,7 +171,9 @@ def _files(directory: str) -> Iterator[tuple[str, str, os.stat_result]]:
 
 
 def _index_load(text: str) -> IndexLoad:
-    return IndexLoad(len(split_lines(text)), len(text.encode("utf-8")), len(split_lines(cut_index(text))))
+    cut = cut_index(text)
+    whole_lines = len(split_lines(text)) if cut == text else cut.count("\n")  # a cut inside a line: not whole
+    return IndexLoad(len(split_lines(text)), len(text.encode("utf-8")), whole_lines, len(cut.encode("utf-8")))
 
 
 def _frontmatter(relative: str, text: str) -> list[Problem]:
@@ -194,7 +217,7 @@ def _directory_lines(d: DirectoryStatus, shown: Any) -> list[str]:
         lines.append(f"  moved there by {shown(d.location.reason)}")
     if d.index is not None:
         lines.append(f"  {_index_line(d.index)}")
-    lines += [f"  secret: {p.path} line {p.line}: {p.what}" for p in d.secrets]
+    lines += [f"  secret: {p.path} {f'line {p.line}' if p.line else 'in its name'}: {p.what}" for p in d.secrets]
     lines += [f"  note: {p.path}: {p.what}" for p in d.frontmatter]
     lines += [f"  unreadable (not UTF-8 text): {path}" for path in d.unreadable]
     return lines
@@ -205,11 +228,19 @@ def _index_line(index: IndexLoad) -> str:
     if index.whole:
         return f"MEMORY.md: {size}: Claude Code loads all of it"
     limit = f"{INDEX_MAX_LINES} lines or {INDEX_MAX_BYTES // 1024} KB"
+    if index.loaded_lines == 0:  # the first line alone is over the byte limit
+        loaded, dropped = f"the first {INDEX_MAX_BYTES // 1024} KB of line 1", "the rest is"
+    else:
+        loaded, rest = _line_span(1, index.loaded_lines), index.lines - index.loaded_lines
+        dropped = f"{_line_span(index.loaded_lines + 1, index.lines)} {'is' if rest == 1 else 'are'}"
     return (
-        f"MEMORY.md: {size}: Claude Code loads only lines 1-{index.loaded_lines} (the first {limit}); "
-        f"lines {index.loaded_lines + 1}-{index.lines} are not loaded. Move the detail into topic files and keep "
-        "one short line per note in MEMORY.md."
+        f"MEMORY.md: {size}: Claude Code loads only {loaded} (the first {limit}); {dropped} not loaded. Move the "
+        "detail into topic files and keep one short line per note in MEMORY.md."
     )
+
+
+def _line_span(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def _count(n: int, one: str, many: str) -> str:

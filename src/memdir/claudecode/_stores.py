@@ -80,7 +80,7 @@ def locate_url(url: str, *, claude: Claude | None = None, cwd: Path | None = Non
     here = (cwd or Path.cwd()).absolute()
     rest = url.split(":", 1)[1] if ":" in url else url
     if rest.startswith("dir:"):
-        directory = Path(rest[4:]).expanduser()
+        directory = _expanded(rest[4:])
         if not directory.is_absolute():
             raise ConfigError("claude-code:dir: needs an absolute path, e.g. claude-code:dir:/home/me/notes")
         return Location(directory, "project", reason="named directly")
@@ -91,12 +91,21 @@ def locate_url(url: str, *, claude: Claude | None = None, cwd: Path | None = Non
         if len(parts) == 1 and parts[0]:
             return agent_memory(claude, parts[0], here)
         raise ConfigError("use claude-code:agent/NAME or claude-code:agent/SCOPE/NAME (SCOPE: user, project, local)")
-    start = here if not rest else Path(rest).expanduser()
+    start = here if not rest else _expanded(rest)
     start = start if start.is_absolute() else here / start
     if not start.is_dir():
         raise NotFoundError(f"no project directory {start}")
     location, _ = project_memory(claude, start)
     return location
+
+
+def _expanded(path: str) -> Path:
+    """``~`` and ``~user`` expanded; an unknown user is the URL's mistake, said in one line (expanduser raises a
+    bare RuntimeError, which would be reported as an internal error)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as exc:
+        raise ConfigError(f"cannot expand {path.split('/', 1)[0]!r} in a claude-code: URL: {exc}") from None
 
 
 def open_url(url: str, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> DirectoryStore:

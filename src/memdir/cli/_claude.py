@@ -89,7 +89,7 @@ def snapshot() -> None:
     from ..claudecode import _quick, snapshot
 
     found = snapshot(payload=_quick.hook_payload())
-    if found.recorded:
+    if found.versions or any(r.error for r in found.recorded):  # a directory looked at may hold no change
         click.echo(found.summary(), err=True)
 
 

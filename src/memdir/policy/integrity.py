@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import HistoryUnavailableError, NotFoundError
 from ..paths import MemoryPath
 from ..store._chain import ChainBreak, ChainReport
 from ..store._records import sha256_hex
-from ..store.directory import DirectoryStore
+from ..store.directory import DirectoryStore, namespace_root
 from ..store.remote import RemoteStore
 from .audit import audit_log
 
@@ -201,11 +203,20 @@ def _untouched_view(store: Store) -> Iterator[Store]:
         return
     if store.index_path is None:
         raise HistoryUnavailableError("this directory store keeps no history: there is nothing to verify against")
-    twin = DirectoryStore(store.base, namespace=store.namespace, history=store.index_path, read_only=True)
+    twin = DirectoryStore(store.base, namespace=store.namespace, history=store.index_path, read_only=True,
+                          root=_own_root_of(store))  # fmt: skip
     try:
         yield twin
     finally:
         twin.close()
+
+
+def _own_root_of(store: DirectoryStore) -> Path | None:
+    """The directory a ``root=`` store maps ``/memories`` onto (a Claude Code directory), else None. Without it
+    the twin would look for ``<base>/memories``, find nothing (every file "missing") and, worse, create it inside
+    a directory another program owns."""
+    usual = Path(os.path.realpath(namespace_root(store.base, store.namespace)))
+    return None if store.root == usual else store.root
 
 
 _TITLE = {"history": "History", "audit": "Audit log"}
