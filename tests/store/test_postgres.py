@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memdir import ConfigError, MemoryTool, Origin, StorageUnavailableError, open_store
@@ -334,6 +335,30 @@ def test_a_url_without_a_host_and_a_password_with_a_hash_open_the_store(pg_clust
     with open_store(f"postgresql://{role}:Pa#ss?word@127.0.0.1:{pg_cluster.port}/{dbname}") as store:
         assert store.read("/memories/a.md").content == b"1"
         assert "Pa#ss" not in repr(store) and f"{role}:***@" in repr(store)
+
+
+def test_another_applications_table_is_named_and_a_schema_of_memdirs_own_avoids_it(
+    pg_cluster: PgCluster, pg_url: str
+) -> None:
+    """The feature tables (audit, quarantine, search_*...) are not prefixed: in a database another application
+    uses, a table of the same name is named in a clear error, and a schema of memdir's own keeps them apart."""
+    dbname = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_cluster.dsn(dbname), autocommit=True) as conn:
+        conn.execute("CREATE TABLE audit (app_row int)")
+        conn.execute("INSERT INTO audit VALUES (7)")
+    with open_store(pg_url) as store, pytest.raises(ConfigError) as caught:
+        audit_log(store).entries()
+    assert 'already holds a table "audit" that memdir did not make' in str(caught.value)
+    with psycopg.connect(pg_cluster.dsn(dbname), autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA memdir")
+    with open_store(pg_url + "?options=-csearch_path%3Dmemdir") as store:
+        tool = MemoryTool(store, actor="ada")
+        assert not tool.execute({"command": "create", "path": "/memories/a.md", "file_text": "x\n"}).is_error
+        tool.close()
+        assert [(e.command, e.actor) for e in audit_log(store).entries()] == [("create", "ada")]
+    with psycopg.connect(pg_cluster.dsn(dbname), autocommit=True) as conn:
+        assert conn.execute("SELECT app_row FROM public.audit").fetchall() == [(7,)]
+        assert conn.execute("SELECT count(*) FROM memdir.audit").fetchone() == (1,)
 
 
 def test_many_namespaces_share_one_pool(pg_cluster: PgCluster, pg_url: str) -> None:

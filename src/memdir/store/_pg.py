@@ -129,11 +129,23 @@ def translate(exc: psycopg.Error, doing: str) -> MemdirError:
         return StorageError(f"could not {doing}: the database is read-only (a standby server?)")
     if state == "42501":
         return StorageError(f"could not {doing}: the database user lacks a permission memdir needs")
+    if state == "42P07":  # a migration's CREATE TABLE met another application's table of that name
+        return ConfigError(
+            f"could not {doing}: the database already holds a table {_relation(exc)}that memdir did not make; give "
+            "memdir a database of its own, or a schema (CREATE SCHEMA memdir, then ?options=-csearch_path%3Dmemdir "
+            "in the store URL)"
+        )
     if state.startswith(("08", "57P")) or isinstance(exc, psycopg.OperationalError):
         # Connection exceptions, admin/crash shutdown, "cannot connect now", and libpq's own failures (refused,
         # lost connection), which have no SQLSTATE.
         return StorageUnavailableError(f"could not {doing}: the database server is unavailable; retry later")
     return StorageError(f"could not {doing}: database error ({state or type(exc).__name__})")
+
+
+def _relation(exc: psycopg.Error) -> str:
+    """``"audit" `` from the server's 'relation "audit" already exists' (the name only, never the rest)."""
+    found = re.search(r'"([A-Za-z0-9_]{1,63})"', exc.diag.message_primary or "")
+    return f'"{found.group(1)}" ' if found else ""
 
 
 # -- the connection adapter ---------------------------------------------------------------------------------------
