@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memdir import Origin, Store, Version, open_store
+from memdir import Origin, Store, StoreNotFoundError, Version, open_store
 from memdir.cli import cli
 from memdir.store._fs import TEMP_PREFIX
 from memdir.store._records import sha256_hex
@@ -168,6 +168,12 @@ def test_a_read_only_store_finishes_nothing_and_reads_the_disk_as_it_is(base: Pa
     with open_store(str(base)) as store:  # the first writable opener finishes it
         assert store.read("/memories/a.md").content == b"new\n"
         assert outside_edits(store) == []
+
+
+def test_a_read_only_store_makes_no_directory(tmp_path: Path) -> None:
+    with pytest.raises(StoreNotFoundError):
+        DirectoryStore(tmp_path / "nothing-here", read_only=True)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_temporary_file_removed_meanwhile_leaves_the_disk_as_it_is(base: Path) -> None:

@@ -52,6 +52,7 @@ from ..errors import (
     NotFoundError,
     PathError,
     RedactedError,
+    StoreNotFoundError,
     storage_error_from_os,
 )
 from ..paths import MemoryPath
@@ -127,6 +128,9 @@ class DirectoryStore(WriteProtocol, ChangesOnDisk, Store):
         self.base = Path(path).expanduser().absolute()
         self._outside = outside
         root = namespace_root(self.base, self.namespace) if root is None else _own_root(root, namespace, history)
+        if read_only and not os.path.isdir(root):
+            # Read-only makes nothing: verify's twin of a Claude Code store made <dir>/memories inside it.
+            raise StoreNotFoundError(str(self.base))
         try:
             _fs.secure_makedirs(root)
         except OSError as exc:
