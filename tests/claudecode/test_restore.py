@@ -79,6 +79,24 @@ def test_keep_newer_and_dry_run(layout: Layout) -> None:
     assert {"later.md", "moved.md", "api_access.md", "feedback_testing.md"} <= set(files(layout))
 
 
+def test_a_file_the_rules_would_refuse_restores_nothing_and_the_dry_run_says_so(layout: Layout) -> None:
+    # Claude Code keeps no limits: a topic file was over memdir's 100 KiB before it was trimmed.
+    (layout.app_memory / "big.md").write_text("x" * 150_000 + "\n")
+    moment = lost_memory(layout)
+    (layout.app_memory / "big.md").write_text("trimmed\n")
+    snapshot()
+    after_loss = files(layout)
+    code, out = restore("--all", "--at", str(moment), "--dry-run")
+    assert code == 1
+    assert "write\t/memories/big.md\trefused: /memories/big.md would be 150,001 bytes, over the limit" in out
+    assert "write\t/memories/feedback_testing.md\n" in out
+    assert out.endswith("Error: 1 file would be refused: the restore would change nothing\n")
+    code, out = restore("--all", "--at", str(moment))
+    assert code == 1
+    assert out.startswith("Error: nothing was restored: the rules would refuse 1 file: /memories/big.md would be ")
+    assert files(layout) == after_loss  # not half of it
+
+
 def test_restoring_is_itself_undone_the_same_way(layout: Layout) -> None:
     moment = lost_memory(layout)
     after_loss = files(layout)

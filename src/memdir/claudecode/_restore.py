@@ -5,6 +5,10 @@ renames). Then each file whose content differs is written back (op ``restore``) 
 then is deleted, unless ``keep_newer``: every change a new version, so nothing of the history goes and the
 restore itself can be undone the same way. Times are those memdir recorded the versions at: when it noticed a
 change (at a hook, or at once with ``watch``).
+
+Claude Code keeps no limits, so a file may have been bigger then than the gate now writes. Given a rehearsal (an
+empty store under the same rules, `memdir.gate.GatedStore.rehearsal`), every write is tried there first
+(`rehearse`): a plan the gate would stop half-way changes nothing, and says which files and why.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MemdirError
 from ..store._records import Origin
 
 if TYPE_CHECKING:
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
     from ..store._base import Store
     from ..store._records import Version
 
-__all__ = ["Change", "parse_time", "plan_restore", "restore_all"]
+__all__ = ["Change", "Refused", "parse_time", "plan_restore", "rehearse", "restore_all"]
 
 _AGO = re.compile(r"(\d+)\s*([smhdw])(?:\s*ago)?")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -82,12 +86,46 @@ def plan_restore(store: Store, moment: float, *, keep_newer: bool = False) -> li
     return deletions + writes
 
 
-def restore_all(store: Store, moment: float, *, keep_newer: bool = False, actor: str = "user") -> list[Version]:
-    """Bring ``store`` back to its state at ``moment`` as new versions (see the module docstring)."""
+@dataclass(frozen=True)
+class Refused:
+    """A write of the plan the rules refuse, and why (`rehearse`)."""
+
+    change: Change
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.change.path.virtual
+        return self.reason if self.reason.startswith(where) else f"{where}: {self.reason}"
+
+
+def rehearse(store: Store, changes: list[Change], rehearsal: Store) -> list[Refused]:
+    """The writes of ``changes`` that ``rehearsal`` refuses; nothing but ``rehearsal`` is written to."""
+    refused: list[Refused] = []
+    for change in changes:
+        if change.action != "write":
+            continue
+        assert change.sha256 is not None
+        try:
+            rehearsal.write(change.path, store.read_blob(change.sha256), op="restore")
+        except MemdirError as exc:
+            refused.append(Refused(change, exc.reason))
+    return refused
+
+
+def restore_all(
+    store: Store, moment: float, *, keep_newer: bool = False, actor: str = "user", rehearsal: Store | None = None
+) -> list[Version]:
+    """Bring ``store`` back to its state at ``moment`` as new versions (see the module docstring); with a
+    ``rehearsal``, all of it or, when the rules would refuse a file, nothing (`ConfigError` naming them)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
     origin = Origin(actor=actor, source=f"restored to {stamp}")
+    plan = plan_restore(store, moment, keep_newer=keep_newer)
+    refused = [] if rehearsal is None else rehearse(store, plan, rehearsal)
+    if refused:
+        count = f"{len(refused)} file{'s' if len(refused) != 1 else ''}"
+        raise ConfigError(f"nothing was restored: the rules would refuse {count}: {'; '.join(map(str, refused))}")
     done: list[Version] = []
-    for change in plan_restore(store, moment, keep_newer=keep_newer):
+    for change in plan:
         if change.action == "delete":
             done += store.delete(change.path, origin=origin)
         else:

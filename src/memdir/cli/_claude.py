@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import ConfigError
+from ..gate import GatedStore
 from ._group import Context, cli, fail_cleanly
 from ._output import echo_json, iso, plural
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..claudecode import Snapshot
+    from ..claudecode._restore import Change
+    from ..store import Store
 
 _CLAUDE_CODE = "claude-code:"
 
@@ -193,14 +196,27 @@ def restore(store_url: str, everything: bool, at: str, keep_newer: bool, dry_run
     state = Context(_checked(store_url))
     try:
         store = state.store()
+        # Tried first on an empty store under the same rules: all of it is restored, or nothing.
+        rehearsal = store.rehearsal() if isinstance(store, GatedStore) else None
         if dry_run:
-            for change in plan_restore(store, moment, keep_newer=keep_newer):
-                click.echo(f"{change.action}\t{change.path.virtual}")
+            _print_plan(store, plan_restore(store, moment, keep_newer=keep_newer), rehearsal)
             return
-        done = restore_all(store, moment, keep_newer=keep_newer)
+        done = restore_all(store, moment, keep_newer=keep_newer, rehearsal=rehearsal)
     finally:
         state.close()
     click.echo(f"Restored to {iso(moment)}: {plural(len(done), 'new version')}.")
+
+
+def _print_plan(store: Store, plan: list[Change], rehearsal: Store | None) -> None:
+    """Each change, tab-separated; a write the rules would refuse as ``refused`` with why (exit status 1)."""
+    from ..claudecode._restore import rehearse
+
+    refused = {r.change: str(r) for r in ([] if rehearsal is None else rehearse(store, plan, rehearsal))}
+    for change in plan:
+        reason = refused.get(change)
+        click.echo(f"{change.action}\t{change.path.virtual}" + ("" if reason is None else f"\trefused: {reason}"))
+    if refused:
+        raise click.ClickException(f"{plural(len(refused), 'file')} would be refused: the restore would change nothing")
 
 
 @claude_code.command()
