@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +199,18 @@ def test_audit_lists_reads_and_writes(run: Run, sqlite_url: str, opened: Store) 
     assert (bad.exit_code, bad.stderr) == (
         1, "Error: --since: expected a date, a time or a duration such as 7d, got 'yesterday-ish'\n"
     )  # fmt: skip
+
+
+def test_a_command_the_audit_log_cannot_record_says_so(run: Run, tmp_path: Path) -> None:
+    # A table of another making where the audit log's goes (on PostgreSQL: another application's `audit`).
+    store = tmp_path / "store"
+    (store / ".memdir").mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(store / ".memdir" / "aux.db")) as conn:
+        conn.execute("CREATE TABLE audit (app_row INTEGER)")
+    written = run("write", "/memories/a.md", "-", store=str(store), input="hello\n")
+    assert written.exit_code == 0, written.output  # the write itself stands: the log must not fail it
+    assert written.stderr.startswith("Warning: the audit log could not record this command: could not ")
+    assert (store / "memories" / "a.md").read_text() == "hello\n"
 
 
 def test_verify_reports_outside_changes_with_exit_1(run: Run, tmp_path: Path) -> None:

@@ -86,8 +86,18 @@ class Context:
             self._calls = contextlib.ExitStack()
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        if self._store is None:
+            return
+        store = self._store
+        if isinstance(store, GatedStore):
+            store.flush()
+            # The audit log must not fail the command it records, and must not fail in silence either.
+            missing = store.unaudited()
+            if missing is not None:
+                click.echo(
+                    f"Warning: the audit log could not record this command: {shown(missing, cell=True)}", err=True
+                )
+        store.close()
 
 
 def _shown(url: str) -> str:

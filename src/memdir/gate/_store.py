@@ -357,6 +357,12 @@ class GatedStore(Store):
         if self._audit is not None:
             self._audit.flush()
 
+    def unaudited(self) -> str | None:
+        """After a `flush`: why entries of this store's audit log are still unwritten, or None when none are."""
+        if self._audit is None or not self._audit.unwritten:
+            return None
+        return self._audit.failure or "the log could not be written"
+
     def close(self) -> None:
         """Flush the audit log and close the store below."""
         self.flush()

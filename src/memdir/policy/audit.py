@@ -227,6 +227,7 @@ class AuditLog:
         self._timer = False  # whether the background thread runs (`_start_timer`)
         self._closed = False
         self._ready = False
+        self.failure: str | None = None  # why the last flush failed, until one succeeds (`unwritten`)
         _LIVE.add(self)
 
     # -- recording ----------------------------------------------------------------------------------------------
@@ -267,6 +268,15 @@ class AuditLog:
                 log.exception("audit log: unexpected error writing %d entries", len(batch))
             with self._lock:
                 self._buffer = (batch + self._buffer)[-8 * self.max_records :]
+                self.failure = exc.reason if isinstance(exc, MemdirError) else "an internal error (see the log)"
+        else:
+            self.failure = None
+
+    @property
+    def unwritten(self) -> int:
+        """Entries buffered and not yet written: after a `flush`, those it could not write (`failure` says why)."""
+        with self._lock:
+            return len(self._buffer)
 
     def close(self) -> None:
         """Flush and stop the background timer. The log can still be used afterwards (it reopens)."""
