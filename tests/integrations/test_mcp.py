@@ -183,7 +183,10 @@ async def test_input_schemas_say_types_and_what_is_required(client: Client) -> N
         ),
         "memory_delete": ({"path": "string"}, ["path"]),
         "memory_rename": ({"old_path": "string", "new_path": "string"}, ["old_path", "new_path"]),
-        "memory_search": ({"query": "string", "limit": "integer", "path_prefix": "string"}, ["query"]),
+        "memory_search": (
+            {"query": "string", "limit": "integer", "max_tokens": "integer", "path_prefix": "string"},
+            ["query"],
+        ),
     }
     view_range = schemas["memory_view"]["properties"]["view_range"]
     assert (view_range["items"], view_range["minItems"], view_range["maxItems"]) == ({"type": "integer"}, 2, 2)
@@ -542,6 +545,13 @@ async def test_a_search_result_fits_its_token_budget_even_for_one_long_line(clie
     text = await ok(client, "memory_search", query="zebra", path_prefix=base)
     assert len(text) <= 1500 * 4  # the default max_tokens, about four characters each
     assert text.endswith(f"… (cut to fit 1500 tokens: view line 1 of {base}/big.md to read it whole)")
+    short = await ok(client, "memory_search", query="zebra", path_prefix=base, max_tokens=100)
+    assert len(short) <= 100 * 4 and short.endswith(
+        "… (cut to fit 100 tokens: view line 1 of " + base + "/big.md to read it whole)"
+    )
+    assert await err(client, "memory_search", query="zebra", max_tokens=5) == (
+        "Error: Parameter `max_tokens` of memory_search must be an integer from 100 to 20000."
+    )
 
 
 async def test_search_refuses_a_long_query_and_repeats_a_query_bounded(client: Client, base: str) -> None:

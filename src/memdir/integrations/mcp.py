@@ -25,7 +25,7 @@ from pydantic import Field, PlainValidator
 
 from .._version import __version__
 from ..paths import MemoryPath
-from ..search._tool import MAX_QUERY_CHARS, execute_search
+from ..search._tool import INPUT_SCHEMA, MAX_QUERY_CHARS, execute_search
 from ..tool import MemoryTool, ToolResult
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
             "maxLength": MAX_QUERY_CHARS,
         },
         limit={"type": "integer", "minimum": 1, "maximum": 50, "description": "How many passages (default 10)."},
+        max_tokens=INPUT_SCHEMA["properties"]["max_tokens"],  # the agent's: the result fits the budget
         path_prefix=_string(f"Optional: search only this file or the files below this directory. {_PATH_RULES}"),
     ),
 }
@@ -239,10 +240,10 @@ def _functions(memory: MemoryTool) -> dict[str, _ToolFn]:
     async def memory_rename(old_path: _Text, new_path: _Text) -> CallToolResult:
         return await run({"command": "rename", "old_path": old_path, "new_path": new_path})
 
-    async def memory_search(query: _Text, limit: _Value, path_prefix: _Text) -> CallToolResult:
+    async def memory_search(query: _Text, limit: _Value, max_tokens: _Value, path_prefix: _Text) -> CallToolResult:
         # The same executor an agent gets (`memdir.search.search_tool`): the same words, errors as tool errors;
         # search returns its own plain result, made a ToolResult here.
-        arguments = {"query": query, "limit": limit, "path_prefix": path_prefix}
+        arguments = {"query": query, "limit": limit, "max_tokens": max_tokens, "path_prefix": path_prefix}
         result = await anyio.to_thread.run_sync(_search, memory, arguments)
         return _to_mcp(result)
 
