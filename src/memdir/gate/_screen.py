@@ -212,10 +212,13 @@ def refuse_secret_name(policy: WritePolicy, target: MemoryPath) -> None:
     )
 
 
-def blocked(target: MemoryPath, findings: list[Finding], *, binary: bool = False) -> BlockedError:
-    """The error refusing a write for what the policy found in it."""
+def blocked(target: MemoryPath, findings: list[Finding], *, binary: bool = False, held: bool = False) -> BlockedError:
+    """The error refusing a write for what the policy found in it; ``held``: a write the policy holds for
+    review, replayed (an import or a version replay cannot wait for one)."""
     reasons = describe(findings)
     extra = " (the content is not UTF-8 text, so it cannot be redacted or held for review)" if binary else ""
+    if held:
+        extra = " (the policy holds such a write for review, and a replayed version cannot wait for one)"
     return BlockedError(
         f"the write to {target.virtual} was refused by the memory policy: {reasons}{extra}",
         reasons=reasons + extra,

@@ -316,8 +316,8 @@ class GatedStore(Store):
 
     def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         """Replay a version exported elsewhere. An admin caller's keeps the actor, session, source and time it
-        carries; anyone else's is recorded as theirs, now. Its content is screened either way (a replay cannot
-        leave a hole in the history, so a write the policy would hold is saved, with its findings recorded)."""
+        carries; anyone else's is recorded as theirs, now. Its content is screened either way, and a write the
+        policy would hold for review is refused (`BlockedError`): a replay cannot wait for a person."""
         with self._op("import", version.path, version.old_path) as receipt:
             version = provenance_of(self.caller, self.rules.policy, version)
             for name in (version.path, version.old_path):
@@ -497,9 +497,11 @@ class GatedStore(Store):
             before = None
         try:
             return self._gated(path, before, content, receipt), before
-        except _Hold as held:  # a replay keeps every version: held text is saved, and what was found is recorded
-            receipt.outcome = "warn"
-            return held_text(held.screened).encode("utf-8"), before
+        except _Hold as held:
+            # A replay cannot wait for a person, and saving the text (as it once did) put it in memory past the
+            # quarantine: it is refused, and a rehearsal (`rehearsal`) stops an import before anything is written.
+            receipt.outcome = "block"
+            raise blocked(path, held.screened.findings, held=True) from None
 
     # -- the checks -----------------------------------------------------------------------------------------------
 
