@@ -296,6 +296,12 @@ def test_manifest_counts_must_match(good: dict[str, bytes], tmp_path: Path) -> N
         ),
         (lambda vs: vs[2].update(path="/memories/a.md"), "version 3 cannot be applied: /memories/a.md already exists"),
         (lambda vs: vs[0].update(path="/memories/d"), "version 3 cannot be applied: /memories/d is a file"),
+        # After 9999, no history, log or export of the namespace could show its time again.
+        (lambda vs: vs[0].update(timestamp=3e11), "versions.jsonl line 1: a time must be from 1970 to the end of 9999"),
+        (
+            lambda vs: vs[0].update(timestamp="9999-12-31T23:59:59-14:00"),
+            "versions.jsonl line 1: a time must be from 1970 to the end of 9999",
+        ),
     ],
 )
 def test_versions_that_are_malformed_or_cannot_apply(

@@ -21,6 +21,9 @@ from ._records import Version
 __all__ = ["iso_time", "parse_time", "version_from_json", "version_to_json"]
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# 9999-12-31T23:59:59Z: `iso_time` (and every date type) ends there. A later time taken in from an archive or a
+# client was stored, and then every history, log and export of its namespace failed.
+LAST_TIME = 253_402_300_799.0
 _ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,30}))?(Z|[+-]\d\d:\d\d)")
 
 
@@ -45,8 +48,8 @@ def parse_time(value: object) -> float:
         seconds = _iso_seconds(value)
     else:
         raise ValueError("a time must be an ISO 8601 string")
-    if not math.isfinite(seconds):
-        raise ValueError("a time must be finite")
+    if not math.isfinite(seconds) or not 0 <= seconds <= LAST_TIME:
+        raise ValueError("a time must be from 1970 to the end of 9999")
     return seconds
 
 
@@ -102,8 +105,8 @@ def version_from_json(data: object) -> Version:
         raise ValueError(f"unknown op {version.op[:40]!r}")
     if version.version < 1 or version.size < 0 or not version.actor:
         raise ValueError("version, size or actor out of range")
-    if not math.isfinite(version.timestamp) or version.timestamp < 0:
-        raise ValueError("timestamp out of range")
+    if not math.isfinite(version.timestamp) or not 0 <= version.timestamp <= LAST_TIME:
+        raise ValueError("timestamp out of range (1970 to the end of 9999)")
     if version.sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", version.sha256):
         raise ValueError("sha256 is not 64 lowercase hex digits")
     if version.sha256 is None and version.size != 0:
