@@ -53,6 +53,7 @@ __all__ = [
     "ArchiveError",
     "ArchiveLimits",
     "ArchiveSummary",
+    "check_archive",
     "export_namespace",
     "import_namespace",
     "version_from_json",
@@ -206,6 +207,14 @@ def _write_blobs(
 
 
 # -- import -------------------------------------------------------------------------------------------------
+
+
+def check_archive(path: str | os.PathLike[str], *, limits: ArchiveLimits = ArchiveLimits()) -> ArchiveSummary:
+    """Check an archive in full, as `import_namespace` does first, writing nothing (`ArchiveError` when any part
+    is wrong): for a door that must not create a store for an archive it would refuse."""
+    with _open_zip(path) as zf:
+        summary, _ = _Reader(zf, limits).verify()
+    return summary
 
 
 def import_namespace(

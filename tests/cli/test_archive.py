@@ -6,10 +6,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,6 +130,66 @@ def test_import_names_a_missing_archive_as_given_and_creates_no_store(run: Run, 
     result = run("import", missing, store=str(tmp_path / "store"))
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: no archive at {missing}\n")
     assert not (tmp_path / "store").exists()
+
+
+def test_import_of_a_file_that_is_no_archive_creates_no_store(run: Run, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a zip\n")
+    result = run("import", str(tmp_path / "notes.txt"), store=str(tmp_path / "store"))
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: the archive is not a readable zip file (File is not a zip file)\n",
+    )
+    assert not (tmp_path / "store").exists()
+
+
+def test_export_never_replaces_a_dangling_link_without_overwrite(run: Run, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    run("write", "/memories/a.md", "-", store=store, input="hi\n")
+    (tmp_path / "a.zip").symlink_to(tmp_path / "nowhere" / "x.zip")
+    result = run("export", str(tmp_path / "a.zip"), store=store)
+    assert result.exit_code == 1 and "already exists" in result.stderr
+    assert (tmp_path / "a.zip").is_symlink()
+
+
+def _memdir_with(closed: int, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """``memdir ARGS`` started with file descriptor ``closed`` (0: stdin, 1: stdout) closed, as ``<&-`` does."""
+    return subprocess.run(
+        [sys.executable, "-m", "memdir", *args], preexec_fn=lambda: os.close(closed), stderr=subprocess.PIPE,
+        text=True, check=False, **options,
+    )  # fmt: skip
+
+
+def test_a_closed_stdin_or_stdout_is_a_one_line_error(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    with open_store(store) as opened:
+        opened.write("/memories/a.md", b"hi\n")
+    out = _memdir_with(1, "--store", store, "export", "-")
+    assert (out.returncode, out.stderr) == (
+        1,
+        "Error: standard output is closed: there is nowhere to write the archive\n",
+    )
+    into = _memdir_with(0, "--store", str(tmp_path / "new"), "import", "-", stdout=subprocess.DEVNULL)
+    assert (into.returncode, into.stderr) == (
+        1,
+        "Error: standard input is closed: there is no archive to read from it\n",
+    )
+    assert not (tmp_path / "new").exists()
+    listed = _memdir_with(1, "--store", store, "ls")  # any command: nothing to flush into a closed stdout
+    assert (listed.returncode, listed.stderr) == (0, "")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_export_to_a_full_device_is_a_one_line_error(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    with open_store(store) as opened:
+        opened.write("/memories/a.md", b"hi\n")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "memdir", "--store", store, "export", "-"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, check=False)  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        1,
+        "Error: could not write the archive to standard output: No space left on device\n",
+    )
 
 
 def test_import_needs_an_empty_namespace(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from .._format import is_text
 from ..errors import MemdirError
 from ..store import check_url, store_exists
 from ..tool import MemoryTool
+from . import _output
 from ._group import Context, _shown, cli, fail_cleanly, pass_context
 from ._output import shown, stdout_is_tty
 
@@ -124,6 +125,9 @@ def where(state: Context) -> None:
 def main() -> None:
     """Run the command. A reader that closed our stdout (``memdir history | head -1``) ends it quietly, exit status
     1: click does so for a write the command makes, this for output still buffered when the command is done."""
+    if sys.stdout is None:  # started with stdout closed (`>&-`): what a command prints goes nowhere, as a shell's
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the process's life
+        _output.STDOUT_CLOSED = True  # `memdir export -` refuses: its archive would be lost
     try:
         try:
             cli(prog_name="memdir")  # ends in SystemExit

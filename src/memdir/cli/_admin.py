@@ -8,16 +8,16 @@ import os
 import shutil
 import sys
 import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from ..archive import export_namespace, import_namespace
+from ..archive import check_archive, export_namespace, import_namespace
 from ..doctor import diagnose
 from ..gate import GatedStore
 from ..schema import migrate as migrate_schema
 from ..store import redact_url
+from . import _output
 from ._group import Context, cli, fail_cleanly, pass_context
 from ._output import plural
 
@@ -45,7 +45,7 @@ def export_(state: Context, file: str, overwrite: bool) -> None:
         memdir export backup.zip
         memdir export - | ssh backup 'cat > memory.zip'
     """
-    if file != "-" and Path(file).exists() and not overwrite:
+    if file != "-" and os.path.lexists(file) and not overwrite:  # a dangling link too: it is not ours to replace
         raise click.ClickException(f"{file} already exists: choose another name, or pass --overwrite to replace it")
     with _progress("Exporting") as progress, _target(file) as path:
         summary = export_namespace(state.store(), path, overwrite=True, progress=progress)
@@ -62,12 +62,20 @@ def _target(file: str) -> Iterator[str]:
     if file != "-":
         yield file
         return
+    if sys.stdout is None or _output.STDOUT_CLOSED:  # started with standard output closed (`>&-`)
+        raise click.ClickException("standard output is closed: there is nowhere to write the archive")
     with tempfile.TemporaryDirectory(prefix="memdir-export-") as folder:  # 0700, like every mkdtemp
         path = os.path.join(folder, "archive.zip")
         yield path
-        with open(path, "rb") as archive:
-            shutil.copyfileobj(archive, sys.stdout.buffer)
-        sys.stdout.buffer.flush()  # all of it taken (or the reader gone) before the summary says it was exported
+        try:
+            with open(path, "rb") as archive:
+                shutil.copyfileobj(archive, sys.stdout.buffer)
+            sys.stdout.buffer.flush()  # all of it taken (or the reader gone) before the summary says so
+        except BrokenPipeError:
+            raise  # the reader went away: `main` ends quietly
+        except OSError as exc:  # a full device (> /dev/full), an I/O error
+            reason = exc.strerror or type(exc).__name__
+            raise click.ClickException(f"could not write the archive to standard output: {reason}") from None
 
 
 @cli.command("import")
@@ -87,12 +95,15 @@ def import_(state: Context, file: str) -> None:
     """
     if file != "-" and not os.path.lexists(file):  # before the store is opened: a typo must not create one
         raise click.ClickException(f"no archive at {file}")
-    store = state.store(create=True)
-    if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
-        store = store.with_caller(admin=True)
-    with _progress("Importing") as progress, _source(file) as path:
+    with _source(file) as path:
+        if not state.require_store(allow_missing=True):
+            check_archive(path)  # a store is created for an archive that can be imported, not for any file
+        store = state.store(create=True)
+        if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
+            store = store.with_caller(admin=True)
         rehearsal = store.rehearsal() if isinstance(store, GatedStore) else None
-        summary = import_namespace(store, path, progress=progress, rehearsal=rehearsal)
+        with _progress("Importing") as progress:
+            summary = import_namespace(store, path, progress=progress, rehearsal=rehearsal)
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Imported {file} into namespace {store.namespace!r}: {files}, {versions}.")
 
@@ -104,6 +115,8 @@ def _source(file: str) -> Iterator[str]:
     if file != "-":
         yield file
         return
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise click.ClickException("standard input is closed: there is no archive to read from it")
     with tempfile.TemporaryDirectory(prefix="memdir-import-") as folder:
         path = os.path.join(folder, "archive.zip")
         with open(path, "wb") as archive:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
+STDOUT_CLOSED = False  # the process started with standard output closed (set by `memdir.cli.main`)
+
+
 def stdout_is_tty() -> bool:
     return sys.stdout.isatty()
 
