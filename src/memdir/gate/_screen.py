@@ -13,11 +13,11 @@ writer meant), and the labels recorded with a change (session, source) are redac
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from typing import TYPE_CHECKING
 
+from .._matching import line_opcodes
 from ..errors import BlockedError
 from ..policy.findings import strongest
 from ..policy.pipeline import Screened, WritePolicy, redact
@@ -91,8 +91,7 @@ def _line_runs(old: str, new: str, start: int, end: int, old_end: int) -> list[t
     for line in new_lines:
         offsets.append(offsets[-1] + len(line))
     spans: list[tuple[int, int]] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+    for tag, _i1, _i2, j1, j2 in line_opcodes(old_lines, new_lines):  # bounded: it runs under the write lock
         if tag != "equal":
             spans.append((max(offsets[j1], start), min(offsets[j2], end)))
     return spans or [(start, end)]

@@ -13,6 +13,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._matching import line_opcodes
+
 __all__ = ["MAX_DIFF_BYTES", "Diff", "diff", "text_of"]
 
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # both sides together
@@ -57,7 +59,7 @@ def diff(old: bytes, new: bytes, old_label: str, new_label: str, *, context: int
     if len(old) + len(new) > MAX_DIFF_BYTES:
         return Diff(identical=False, too_large=True)
     a, b = old_text.splitlines(), new_text.splitlines()
-    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    opcodes = line_opcodes(a, b)
     rows = _collapse([row for opcode in opcodes for row in _rows(opcode, a, b)], context)
     added = sum(j2 - j1 for tag, _, _, j1, j2 in opcodes if tag in ("insert", "replace"))
     removed = sum(i2 - i1 for tag, i1, i2, _, _ in opcodes if tag in ("delete", "replace"))
