@@ -4,6 +4,7 @@ when its time is up. Real sockets against a real server, on both HTTP parsers.""
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -117,3 +118,22 @@ def test_json_nested_a_little_is_fine(tmp_path: Path) -> None:
         with httpx.Client(base_url=server.url, headers=headers) as http:
             command = {"command": "view", "path": "/memories", "extra": [[[[{"a": [1, 2, {"b": [3]}]}]]]]}
             assert http.post("/v1/tool", json=command).json()["is_error"] is False
+
+
+def test_a_client_hanging_up_mid_body_is_logged_as_such_not_as_an_error(
+    server: LiveServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Logged as an unexpected error with its traceback, a client hanging up 95 times a second rotated memdir.log
+    (and all it held) away within a minute."""
+    caplog.set_level(logging.INFO, logger="memdir.server")
+    head = (
+        "PUT /v1/files/memories/a.md HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {server.token('alice')}\r\nContent-Length: 5200\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", server.port)) as conn:
+        conn.sendall(head.encode() + b"x" * 100)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not [r for r in caplog.records if r.name == "memdir.server"]:
+        time.sleep(0.01)
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "memdir.server"]
+    assert logged == [("INFO", "the client closed the connection before its request body arrived")]
