@@ -5,6 +5,8 @@ memdir wrote verifies clean: files, the history's chain and the audit log's chai
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import sqlite3
 from pathlib import Path
 
@@ -155,3 +157,37 @@ def test_a_history_index_lost_under_the_audit_log_is_reported(tmp_path: Path) ->
     assert not report.ok and report.history is not None
     (lost,) = report.history.breaks
     assert lost.kind == "truncated" and "the audit log records version 3, but the history ends at" in lost.detail
+
+
+def test_a_write_landing_during_the_check_is_no_outside_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing, each file and the history are read one after another: memdir's own write in between made
+    `verify` report tampering. A discrepancy must be found again when the check is made again."""
+    store = open_store(f"sqlite://{tmp_path / 'm.db'}")
+    for name in ("a.md", "b.md"):
+        store.write(f"/memories/{name}", b"one\n")
+    reading = type(store).read
+    sneaked: list[str] = []
+
+    def read_with_a_writer_in_between(self: Store, path: object) -> object:
+        if not sneaked:  # the first read of the check: another process's write commits now
+            sneaked.append("b.md")
+            store.write("/memories/b.md", b"two\n")
+        return reading(self, path)
+
+    monkeypatch.setattr(type(store), "read", read_with_a_writer_in_between)
+    report = verify(store)
+    assert sneaked and report.ok, report.lines()
+    store.close()
+
+
+def test_a_check_pauses_a_directory_stores_writers(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path / "s")
+    store.write("/memories/a.md", b"one\n")
+    fd = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY)  # where a writer (any process) takes its lock
+    try:
+        with store.writers_paused(), pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again
+    finally:
+        os.close(fd)
+        store.close()

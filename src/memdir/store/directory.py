@@ -35,6 +35,7 @@ the COMMIT).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import threading
 import time
@@ -414,6 +415,18 @@ class DirectoryStore(WriteProtocol, ChangesOnDisk, Store):
 
     def _open(self) -> _fs.DirHandle:
         return _fs.open_root(self.root, self._identity)
+
+    @contextlib.contextmanager
+    def writers_paused(self) -> Iterator[None]:
+        """No write of this namespace, from any process, in the ``with`` block: a shared ``flock`` on its root,
+        which each writer takes exclusively for its whole change (`_writer.WriteProtocol._locked`). For a check
+        that must read the files and the index as one state (`memdir verify`); writers wait for it."""
+        with self._open() as root:
+            try:
+                fcntl.flock(root.fd, fcntl.LOCK_SH)
+            except OSError as exc:
+                raise storage_error_from_os(exc, "lock the store") from exc
+            yield  # the lock goes with the descriptor
 
     def _row(self, key: str) -> IndexRow | None:
         assert self._index is not None
