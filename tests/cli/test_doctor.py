@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -99,6 +100,33 @@ def test_a_missing_index_is_rebuilt(run: Run, base: Path) -> None:
     assert result.stdout.splitlines()[2] == (
         "        repaired: index rebuilt from the 2 files on disk (op and actor `import`)"
     )
+
+
+def test_a_check_walks_a_namespace_with_its_writers_kept_out(
+    run: Run, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write's temporary file exists only while it holds the writer lock: walked without the lock, a write in
+    progress was reported as "a temporary file left by an interrupted write"."""
+    from memdir.doctor._directory import DirectoryDoctor
+
+    visiting = DirectoryDoctor._visit
+    writer_could_lock: list[bool] = []
+
+    def visit(self: object, fd: int, where: str, *, tree: bool) -> None:
+        if tree:  # what a writer (any process) would try now: its exclusive lock on the namespace root
+            other = os.open(base / "memories", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                writer_could_lock.append(True)
+            except BlockingIOError:
+                writer_could_lock.append(False)
+            finally:
+                os.close(other)
+        visiting(self, fd, where, tree=tree)
+
+    monkeypatch.setattr(DirectoryDoctor, "_visit", visit)
+    assert run("doctor", store=str(base)).exit_code == 0
+    assert writer_could_lock and not any(writer_could_lock)
 
 
 def test_temp_files_symlinks_and_modes(run: Run, base: Path, tmp_path: Path) -> None:

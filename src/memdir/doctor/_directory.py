@@ -262,9 +262,10 @@ class DirectoryDoctor:
             os.close(fd)
 
     def _walk_root(self, root: Path, where: str, *, tree: bool) -> None:
-        """Walk one namespace's tree (``tree``) or the sidecar directory. A namespace is walked under the
-        writer lock when repairing, so a temporary file is removed only when no write can be using it."""
-        with _writer_lock(root) if self.repair and tree else _no_lock(root) as handle:
+        """Walk one namespace's tree (``tree``) or the sidecar directory. A namespace is walked with its writers
+        kept out (the writer lock when repairing, so a temporary file is removed only when no write can be using
+        it; shared when checking, so a write in progress is not reported as one interrupted)."""
+        with _writer_lock(root, shared=not self.repair) if tree else _no_lock(root) as handle:
             self._visit(handle.fd, where, tree=tree)
 
     def _visit(self, fd: int, where: str, *, tree: bool) -> None:
@@ -407,13 +408,15 @@ def _valid_namespace(name: str) -> bool:
 
 
 @contextlib.contextmanager
-def _writer_lock(root: Path) -> Iterator[DirHandle]:
-    """The directory store's writer lock (an exclusive flock on the namespace root), waited for a while."""
+def _writer_lock(root: Path, *, shared: bool = False) -> Iterator[DirHandle]:
+    """The directory store's writer lock (an exclusive flock on the namespace root; ``shared``: writers kept out,
+    other readers let in), waited for a while."""
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     with _no_lock(root) as handle:
         deadline = time.monotonic() + _LOCK_WAIT
         while True:
             try:
-                fcntl.flock(handle.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fd, mode | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
