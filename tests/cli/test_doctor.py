@@ -517,3 +517,28 @@ def test_a_damaged_auxiliary_database_is_found_and_salvaged(run: Run, base: Path
     repaired = run("doctor", "--repair", store=str(base))
     assert repaired.exit_code == 0 and "salvaged into a new database" in repaired.stdout
     assert run("doctor", store=str(base)).stdout.endswith("No problems found.\n")
+
+
+def _half_made(path: Path, *, rows: bool = False) -> None:
+    """A store's database as another process leaves it between two of its first migrations."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE TABLE _memdir_migrations (migration_set TEXT, name TEXT, applied_at REAL)")
+        conn.execute("CREATE TABLE versions (ns TEXT, version INTEGER)")
+        if rows:
+            conn.execute("INSERT INTO versions VALUES ('default', 1)")
+    os.chmod(path, 0o600)  # as memdir makes it
+
+
+def test_a_store_another_process_is_creating_is_not_damage(run: Run, tmp_path: Path) -> None:
+    _half_made(tmp_path / "m.db")
+    result = run("doctor", store=f"sqlite://{tmp_path / 'm.db'}")
+    assert result.exit_code == 0 and "creating this store's tables right now" in result.stdout
+
+
+@pytest.mark.parametrize("how", ["older", "with rows"])
+def test_a_store_that_lost_tables_it_had_is_damage(run: Run, tmp_path: Path, how: str) -> None:
+    _half_made(tmp_path / "m.db", rows=how == "with rows")
+    if how == "older":
+        os.utime(tmp_path / "m.db", (1_700_000_000, 1_700_000_000))
+    result = run("doctor", store=f"sqlite://{tmp_path / 'm.db'}")
+    assert result.exit_code == 1 and "could not check the tables" in result.stdout

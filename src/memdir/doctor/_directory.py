@@ -18,7 +18,9 @@ from ..store._records import DEFAULT_NAMESPACE, Origin, check_namespace, sha256_
 from ..store._sql import PendingOp, SqlIndex, connect, pending_by_namespace
 from ..store.directory import AUX_NAME, INDEX_NAME, SIDECAR, DirectoryStore, namespace_root
 from ._shared import (
+    BEING_CREATED,
     Unchecked,
+    being_created,
     check_mode,
     check_schema,
     create_private,
@@ -65,6 +67,9 @@ class DirectoryDoctor:
             self._check_aux()
         except Unchecked as exc:
             self.report.add("error", f"{SIDECAR}/{INDEX_NAME}", str(exc))
+            return
+        if self.index.exists() and damage is None and being_created(self.index):
+            self.report.add("info", f"{SIDECAR}/{INDEX_NAME}", BEING_CREATED)
             return
         if self.index.exists() and damage is None:
             self._pending_changes()  # first: a repair puts them in place before the walk looks for leftovers

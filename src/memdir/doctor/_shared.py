@@ -8,6 +8,7 @@ import datetime as dt
 import os
 import sqlite3
 import stat
+import time
 from typing import TYPE_CHECKING
 
 from ..store._fs import DIR_MODE, FILE_MODE
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
     from ._report import Report
 
 __all__ = [
+    "BEING_CREATED",
     "Unchecked",
+    "being_created",
     "check_mode",
     "check_schema",
     "create_private",
@@ -127,6 +130,27 @@ def open_readonly(path: Path) -> sqlite3.Connection:
         return conn
     except sqlite3.OperationalError:
         return sqlite3.connect(path)
+
+
+_STORE_TABLES = ("_memdir_migrations", "namespaces", "files", "versions")
+BEING_CREATED = "another process is creating this store's tables right now: nothing to check yet"
+
+
+_CREATING = 60.0  # seconds: how recent a database with tables still missing must be to be one being made
+
+
+def being_created(path: Path) -> bool:
+    """Whether the database at ``path`` is one another process has just made and not yet given its tables (a
+    store opened for the first time: checked then, its missing tables read as damage). Only a database made in
+    the last minute whose tables hold nothing yet: one that lost tables it had is damaged."""
+    if time.time() - os.stat(path).st_mtime > _CREATING:
+        return False
+    with contextlib.closing(open_readonly(path)) as conn:
+        names = {str(name) for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if names >= set(_STORE_TABLES):
+            return False
+        present = [table for table in _STORE_TABLES[1:] if table in names]
+        return not any(conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in present)
 
 
 def check_schema(conn: sqlite3.Connection, report: Report, where: str, repair: bool) -> None:

@@ -8,7 +8,7 @@ import stat
 from typing import TYPE_CHECKING
 
 from ..store._sql import connect
-from ._shared import Unchecked, check_mode, check_schema, damage_of, plural, salvage
+from ._shared import BEING_CREATED, Unchecked, being_created, check_mode, check_schema, damage_of, plural, salvage
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,6 +35,9 @@ class SQLiteDoctor:
             self.report.add("error", self.path.name, str(exc))
             return
         if damage is None:
+            if being_created(self.path):
+                self.report.add("info", self.path.name, BEING_CREATED)
+                return
             self._check_tables()
             return
         index = self.report.add("error", self.path.name, f"the database is damaged ({damage})")
