@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 
 from memdir import open_store
 from memdir.claudecode import _quick, snapshot
+from memdir.claudecode._stores import remembered_projects, state_lock
 from memdir.cli import cli
 
 from .helpers import FakeHome, Layout
@@ -186,3 +188,33 @@ def test_the_hook_command_with_nothing_new_loads_no_store(layout: Layout, _isola
     assert done.stdout == "[]\n"
     with open_store("claude-code:") as store:
         assert len(list(store.log(0, rescan=False))) == 4  # and it recorded nothing
+
+
+_REMEMBER = """
+import os, sys, time
+from pathlib import Path
+from memdir.claudecode._stores import remember_project
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.001)
+remember_project(Path(sys.argv[2]))
+"""
+
+
+def test_hooks_noting_projects_at_once_keep_every_project(tmp_path: Path) -> None:
+    """Claude Code starts its hooks together: each read projects.json, added its project and wrote it back, so
+    one overwrote another's (7 of 96 projects lost in a tester's runs)."""
+    go = tmp_path / "go"
+    projects = [str(tmp_path / f"p{n}") for n in range(8)]
+    script = [sys.executable, "-c", _REMEMBER, str(go)]
+    procs = [subprocess.Popen([*script, p]) for p in projects]
+    go.touch()
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(procs)
+    assert set(projects) <= set(remembered_projects())
+    registry = Path(os.environ["MEMDIR_HOME"])  # the lock is one a hook in any process takes
+    with state_lock(registry / "x.json"):
+        fd = os.open(registry / ".x.json.lock", os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)

@@ -23,7 +23,7 @@ from ..store._records import Origin
 from . import _quick
 from ._discover import discover, known_projects
 from ._locate import Claude, Location, canonical_root
-from ._stores import ACTOR, open_location, remember_project, write_private_json
+from ._stores import ACTOR, open_location, remember_project, state_lock, write_private_json
 
 if TYPE_CHECKING:
     from ..store._records import Version
@@ -67,6 +67,11 @@ def snapshot(
     """Record the changes in every Claude Code memory directory since the last snapshot (``payload``: the hook's
     input, when a hook runs it; ``source``: what the versions name otherwise)."""
     claude = claude or Claude.here()
+    with state_lock(Path(_quick.manifest_path())):  # one snapshot at a time: each records what the last left
+        return _snapshot(claude, payload, source)
+
+
+def _snapshot(claude: Claude, payload: dict[str, Any] | None, source: str) -> Snapshot:
     manifest = _load()
     hooked = _hook_project(payload)
     projects = known_projects(claude)

@@ -23,19 +23,23 @@ person's edits) become versions by the actor ``claude-code``. A directory that d
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import data_dir
 from ..errors import ConfigError, NotFoundError
 from ..store._records import DEFAULT_NAMESPACE, Origin
 from ..store.directory import DirectoryStore
 from ._locate import AGENT_SCOPES, Claude, Location, agent_memory, project_memory
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "ACTOR",
@@ -45,6 +49,7 @@ __all__ = [
     "open_url",
     "remember_project",
     "remembered_projects",
+    "state_lock",
     "store_id",
 ]
 
@@ -176,11 +181,26 @@ def remembered_projects() -> dict[str, float]:
 
 def remember_project(project: Path) -> None:
     """Note ``project`` (written only when new: opening a store stays read-only for memdir's files too)."""
-    known = remembered_projects()
-    if str(project) in known:
+    if str(project) in remembered_projects():
         return
-    known[str(project)] = time.time()
-    write_private_json(_registry(), known)
+    with state_lock(_registry()):  # hooks fire together: each adds its project to what the others wrote
+        known = remembered_projects()
+        known[str(project)] = time.time()
+        write_private_json(_registry(), known)
+
+
+@contextlib.contextmanager
+def state_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on a lock file beside ``path``, for a read-modify-write of it: Claude Code starts
+    its hooks together, and eight snapshots at once lost entries of each other's ``projects.json`` and
+    ``snapshot.json`` (each wrote what it had read)."""
+    _private_dirs(path.parent)
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def write_private_json(path: Path, data: object) -> None:
