@@ -379,7 +379,17 @@ def test_versions_that_are_not_json(good: dict[str, bytes], tmp_path: Path) -> N
     bad = {**good, "versions.jsonl": good["versions.jsonl"] + b'{"version": NaN}\n'}
     assert refused(write_zip(tmp_path / "a.zip", bad)) == "versions.jsonl line 6 is not valid JSON"
     bad = {**good, "versions.jsonl": b"\xff\xfe"}
-    assert refused(write_zip(tmp_path / "b.zip", bad)) == "versions.jsonl is not UTF-8 text"
+    assert refused(write_zip(tmp_path / "b.zip", bad)) == "versions.jsonl line 1 is not UTF-8 text"
+
+
+def test_a_history_of_empty_lines_is_refused_as_it_is_read(good: dict[str, bytes], tmp_path: Path) -> None:
+    """512 MiB of line breaks zip to half a megabyte, and were split into a list of 500 million lines (5 GB)."""
+    bad = {**good, "versions.jsonl": b"\n" * 1001 + good["versions.jsonl"]}
+    assert refused(write_zip(tmp_path / "a.zip", bad)) == "versions.jsonl holds more than 1,000 empty lines"
+    fine = {**good, "versions.jsonl": good["versions.jsonl"] + b"\n\n"}
+    write_zip(tmp_path / "b.zip", fine)
+    with open_store("memory:") as store:
+        assert import_namespace(store, tmp_path / "b.zip").versions == 5
 
 
 def test_a_zip_bomb_is_stopped_while_it_unpacks(good: dict[str, bytes], tmp_path: Path) -> None:
