@@ -20,6 +20,7 @@ import pytest
 
 from cli.helpers import Run, add, seed
 from memdir import Store, Version, open_store, parse
+from memdir.policy.audit import audit_log
 from memdir.store._records import sha256_hex
 
 
@@ -236,3 +237,18 @@ def test_a_terminal_gets_a_progress_bar(big_source: str, tmp_path: Path) -> None
     assert b"versions" in drawn and b"default" in drawn
     assert b"/10000" in drawn.replace(b"\x1b", b"") or b"/10,000" in drawn
     assert out.decode().startswith("Copied namespace 'default': 10,000 versions, 7,500 files")
+
+
+def test_the_copy_is_audited_in_each_store_as_its_own(run: Run, tmp_path: Path) -> None:
+    """The destination's writes were made inside the copy's call on the source, and joined it: the redaction the
+    destination made was recorded in the source's log, and the destination's log had nothing of the copy."""
+    source = str(tmp_path / "src")
+    with open_store(source) as below_any_gate:  # as an older memdir, or a program embedding a backend, wrote it
+        below_any_gate.write("/memories/k.md", b"token ghp_Zq9Xw2Lm4Np6Rt8Vb0Cd3Fg5Hj7Kk1Ms2Qu4\n")
+    dest = f"sqlite://{tmp_path / 'dst.db'}"
+    assert run("migrate-store", source, dest).exit_code == 0
+    with open_store(dest) as copied:
+        imported = [(e.command, e.path, e.outcome) for e in audit_log(copied).entries() if e.command == "import"]
+    assert imported == [("import", "/memories/k.md", "redact")]
+    with open_store(source) as original:
+        assert {e.command for e in audit_log(original).entries()} <= {"migrate-store", "log", "blob", "list"}

@@ -40,6 +40,7 @@ class Receipt:
     detail: str | None = None
     wrote_once: bool = False
     discarded: bool = False
+    owner: object = None  # the store whose audit log records it (`Scope`: another store's operations never join)
 
     def read(self, content: bytes, version: int | None, path: str | None = None) -> None:
         """Content the command read: recorded when it is the command's own path's (``path`` None: it is)."""

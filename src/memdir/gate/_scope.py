@@ -30,6 +30,8 @@ class _Recorder(Protocol):
 
     def _shown(self, path: PathLike | None) -> str | None: ...
     def _record(self, receipt: Receipt) -> None: ...
+    @property
+    def _owner(self) -> object: ...
 
 
 @functools.lru_cache(maxsize=4096)
@@ -65,13 +67,15 @@ class Scope:
     def __enter__(self) -> Receipt:
         if self._nested:
             found = _ACTIVE.get()
-            if found is not None:
+            # Only a call on this store: migrate-store's writes to the destination, made inside its call on the
+            # source, were recorded in the source's audit log, as the source's.
+            if found is not None and found.owner is self._gate._owner:
                 if found.path is None and self._path is not None:  # a door that named no path: its first op's
                     found.path = self._gate._shown(self._path)
                 self._receipt = found
                 return found
         gate = self._gate
-        self._receipt = Receipt(self._command, gate._shown(self._path), gate._shown(self._new_path))
+        self._receipt = Receipt(self._command, gate._shown(self._path), gate._shown(self._new_path), owner=gate._owner)
         self._token = _ACTIVE.set(self._receipt)
         return self._receipt
 

@@ -139,6 +139,11 @@ class GatedStore(Store):
         """An operation: part of the door's command when one is open, else recorded on its own."""
         return Scope(self, command, path, new_path, nested=True)
 
+    @property
+    def _owner(self) -> object:
+        """Whose commands an operation joins (`Scope`): every gate over one backend store, twins included."""
+        return self.inner.backend
+
     def _shown(self, path: PathLike | None) -> str | None:
         """A path as the audit log keeps it: its normal form when it parses, else as sent (bounded), and in either
         case with any secret in it redacted (one screening per distinct name: `secrets_in_name` is cached)."""
