@@ -8,6 +8,7 @@ bound (``max_archive_bytes``); the archive is then checked in full before anythi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -65,7 +66,9 @@ async def import_(call: Call) -> Response:
         def replay(store: GatedStore) -> ArchiveSummary:
             # Each version through the gate: screened, audited, and recorded as the caller's, now (only an admin
             # caller's import keeps the actors and times the archive carries).
-            return import_namespace(store, archive, rehearsal=store.rehearsal())
+            summary = import_namespace(store, archive, rehearsal=store.rehearsal())
+            # The namespace it went into (the token's), not the one it was exported from: said back as the CLI says.
+            return dataclasses.replace(summary, namespace=store.namespace)
 
         summary = await call.run(replay, writes=True)
     return json_response(asdict(summary))
