@@ -21,6 +21,7 @@ from backends import BACKENDS, store_url
 from cli.helpers import Run
 from memdir import MISSING, Origin, RedactedError, StorageError, Store, Version, open_store
 from memdir.archive import ArchiveError, ArchiveLimits, export_namespace, import_namespace
+from memdir.store.sqlite import SQLiteStore
 from support.redaction import redacted_history
 
 MODEL = Origin("model", "s-1")
@@ -594,3 +595,25 @@ def test_content_listed_as_redacted_but_held_is_refused(tmp_path: Path) -> None:
     forged = with_redacted(archive, [kept.sha256], tmp_path / "forged.zip")
     with open_store("memory:") as copy, pytest.raises(ArchiveError, match="that the archive holds"):
         import_namespace(copy, forged)
+
+
+def test_ctrl_c_during_an_import_says_what_the_namespace_now_holds(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store("memory:") as source:
+        build_history(source)
+        export_namespace(source, tmp_path / "x.zip")
+    real = SQLiteStore.import_version
+
+    def interrupted_at_the_third(self: SQLiteStore, version: Version, content: bytes | None, **options: Any) -> Version:
+        if version.version == 3:
+            raise KeyboardInterrupt
+        return real(self, version, content, **options)
+
+    monkeypatch.setattr(SQLiteStore, "import_version", interrupted_at_the_third)
+    result = run("import", str(tmp_path / "x.zip"), store=f"sqlite://{tmp_path / 'm.db'}")
+    assert result.exit_code == 130
+    assert result.stderr.endswith(
+        "Interrupted: namespace 'default' holds the archive's first 2 versions and is not empty now: import into a "
+        "new one (--namespace NAME), or into a new store.\n"
+    )

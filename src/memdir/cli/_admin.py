@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from ..doctor import Report
+    from ..store import Store
 
 _BIG = 500  # versions: an archive this size gets a progress bar on a terminal
 _SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
@@ -102,10 +103,27 @@ def import_(state: Context, file: str) -> None:
         if isinstance(store, GatedStore):  # the owner's own store: an admin import, keeping recorded provenance
             store = store.with_caller(admin=True)
         rehearsal = store.rehearsal() if isinstance(store, GatedStore) else None
-        with _progress("Importing") as progress:
-            summary = import_namespace(store, path, progress=progress, rehearsal=rehearsal)
+        try:
+            with _progress("Importing") as progress:
+                summary = import_namespace(store, path, progress=progress, rehearsal=rehearsal)
+        except KeyboardInterrupt:
+            _interrupted(store)
     files, versions = plural(summary.files, "file"), plural(summary.versions, "version")
     click.echo(f"Imported {file} into namespace {store.namespace!r}: {files}, {versions}.")
+
+
+def _interrupted(store: Store) -> NoReturn:
+    """Ctrl-C during an import: each version went in whole, so the namespace holds the archive's first versions,
+    and is no longer empty; say so (click's "Aborted!" said nothing of it)."""
+    held = sum(1 for _ in store.log(rescan=False))
+    where = f"namespace {store.namespace!r}"
+    if held:
+        where += f" holds the archive's first {plural(held, 'version')} and is not empty now: import into a new one"
+        where += " (--namespace NAME), or into a new store"
+    else:
+        where += " is still empty: run the same command again"
+    click.echo(f"Interrupted: {where}.", err=True)
+    sys.exit(130)  # 128 + SIGINT, as shells report it
 
 
 @contextlib.contextmanager
