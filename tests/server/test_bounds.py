@@ -10,6 +10,7 @@ import pytest
 
 from backends import LiveServer
 from memdir.server import ServerConfig
+from memdir.server._protocols import http_protocol
 
 from .conftest import Client, Raw
 from .helpers import error_of, get, raw_sender
@@ -190,3 +191,24 @@ def test_an_answer_quoting_a_lone_surrogate_is_json_all_the_same() -> None:
     assert answer.body == b'{"query":"a\\ud800b","note":"\\u00fc"}'
     assert json.loads(answer.body) == {"query": "a\ud800b", "note": "ü"}
     assert json_response({"note": "ü"}).body == '{"note":"ü"}'.encode()
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        "FOO / HTTP/1.1\r\nHost: {host}\r\n\r\n",  # a method the parser does not know
+        "PUT /v1/files/memories/a.md HTTP/1.1\r\nHost: {host}\r\nContent-Length: -1\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: {host}\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ],
+    ids=["method", "negative length", "length and chunked"],
+)
+def test_what_the_http_parser_refuses_is_a_json_error_with_the_security_headers(
+    config: ServerConfig, request_head: str
+) -> None:
+    """The parser `memdir serve` runs (httptools) refuses these before the app, and uvicorn answered in plain text
+    ("Invalid HTTP request received."), without the headers. (h11, the fallback, lets the first and last through
+    to the app, as RFC 9112 allows.)"""
+    with LiveServer(config, http=http_protocol()) as server:
+        response = raw_sender(server)(request_head)
+    assert response.status == 400 and response.json()["error"]["code"] == "invalid_request"
+    assert response.headers["x-content-type-options"] == "nosniff" and response.headers["x-frame-options"] == "DENY"

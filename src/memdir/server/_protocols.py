@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ._headers import secure
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -50,23 +52,29 @@ DEADLINES_KEY = "memdir.deadlines"  # lifespan state: (header seconds, body seco
 
 log = logging.getLogger("memdir.server")
 
-_TOO_LARGE = json.dumps(
-    {"error": {"code": "headers_too_large", "message": f"the request head is over {MAX_HEAD_BYTES:,} bytes"}}
-).encode()
-
 Phase = Literal["head", "body"]
+
+
+def refusal(status: str, code: str, message: str) -> bytes:
+    """A whole response the protocol answers itself, before or instead of the app: JSON as every error is, with
+    the security headers every response carries (`_headers.secure`), and the connection closed."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    lines = b"".join(name + b": " + value + b"\r\n" for name, value in secure(headers))
+    return f"HTTP/1.1 {status}\r\n".encode() + lines + b"connection: close\r\n\r\n" + body
+
+
+_TOO_LARGE = refusal(
+    "431 Request Header Fields Too Large", "headers_too_large", f"the request head is over {MAX_HEAD_BYTES:,} bytes"
+)
+# uvicorn's own answer to what its parser cannot read (a bad Content-Length, an unknown method, a head it cannot
+# parse) was plain text, without the security headers.
+_UNREADABLE = refusal("400 Bad Request", "invalid_request", "the request is not valid HTTP/1.1")
 
 
 def _timed_out(phase: Phase, seconds: float) -> bytes:
     what = "request head" if phase == "head" else "request body"
-    body = json.dumps(
-        {"error": {"code": "request_timeout", "message": f"the {what} did not arrive within {seconds:g} s"}}
-    ).encode()
-    head = (
-        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode() + body
+    return refusal("408 Request Timeout", "request_timeout", f"the {what} did not arrive within {seconds:g} s")
 
 
 class _Deadlines:
@@ -137,6 +145,11 @@ class NoDelayH11Protocol(_Deadlines, H11Protocol):
         self._disarm()
         super().connection_lost(exc)
 
+    def send_400_response(self, msg: str) -> None:  # noqa: ARG002 - uvicorn's text is replaced
+        self._disarm()
+        self.transport.write(_UNREADABLE)
+        self.transport.close()
+
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -186,13 +199,14 @@ if HttpToolsProtocol is not None:
             super().on_headers_complete()
 
         def _refuse(self) -> None:
-            head = (
-                "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(_TOO_LARGE)}\r\nconnection: close\r\n\r\n"
-            ).encode()
             self._refused = True
             self._disarm()
-            self.transport.write(head + _TOO_LARGE)
+            self.transport.write(_TOO_LARGE)
+            self.transport.close()
+
+        def send_400_response(self, msg: str) -> None:  # noqa: ARG002 - uvicorn's text is replaced
+            self._disarm()
+            self.transport.write(_UNREADABLE)
             self.transport.close()
 
 
