@@ -321,8 +321,9 @@ class GatedStore(Store):
 
     def import_version(self, version: Version, content: bytes | None, *, quota: Quota | None = None) -> Version:
         """Replay a version exported elsewhere. An admin caller's keeps the actor, session, source and time it
-        carries; anyone else's is recorded as theirs, now. Its content is screened either way, and a write the
-        policy would hold for review is refused (`BlockedError`): a replay cannot wait for a person."""
+        carries; anyone else's is recorded as theirs, now. Its content is screened either way; a write the policy
+        would hold for review is saved for an admin caller (the owner's own history, the findings recorded) and
+        refused (`BlockedError`) for anyone else: a replay cannot wait for a person."""
         with self._op("import", version.path, version.old_path) as receipt:
             version = provenance_of(self.caller, self.rules.policy, version)
             for name in (version.path, version.old_path):
@@ -503,8 +504,14 @@ class GatedStore(Store):
         try:
             return self._gated(path, before, content, receipt), before
         except _Hold as held:
-            # A replay cannot wait for a person, and saving the text (as it once did) put it in memory past the
-            # quarantine: it is refused, and a rehearsal (`rehearsal`) stops an import before anything is written.
+            if self.caller.admin:
+                # The owner's own history (a backup restored, a store migrated): a note a person approved, or
+                # written before the policy held such text, must come back; what was found is recorded.
+                receipt.outcome = "warn"
+                return held_text(held.screened).encode("utf-8"), before
+            # Anyone else's replay cannot wait for a person, and saving the text put it in memory past the
+            # quarantine (any token, through POST /v1/versions): it is refused, and a rehearsal (`rehearsal`)
+            # stops an import before anything is written.
             receipt.outcome = "block"
             raise blocked(path, held.screened.findings, held=True) from None
 
