@@ -205,6 +205,7 @@ def test_passwords_are_redacted() -> None:
             "postgresql:///m?host=%2Frun%2Fpostgresql&password=***",
         ),
         ("postgresql://db/m?options=-c%20x%3Dy@z", "postgresql://db/m?options=-c%20x%3Dy@z"),
+        ("postgresql://me:s3cret@db?application_name=me@work", "postgresql://me:***@db?application_name=me@work"),
     ],
 )
 def test_no_password_or_token_is_shown_however_it_is_spelled(url: str, shown: str) -> None:
@@ -216,6 +217,9 @@ def test_a_url_without_a_host_keeps_its_form() -> None:
     ``postgresql:/db``, which libpq refuses."""
     assert split_url("postgresql:///m?host=/run/postgresql&pool_max=2")[0] == "postgresql:///m?host=%2Frun%2Fpostgresql"
     assert split_url("postgresql:///m")[0] == "postgresql:///m"
+    # libpq ends the user part at its first "@": one in the query is the query's.
+    dsn, options = split_url("postgresql://me:pw@db?application_name=me@work&pool_max=5")
+    assert (dsn, options.pool_max) == ("postgresql://me:pw@db?application_name=me%40work", 5)
     assert (
         split_url("postgresql://me:Pa#ss@db/m?pool_max=2&sslmode=disable")[0]
         == "postgresql://me:Pa#ss@db/m?sslmode=disable"

@@ -15,9 +15,9 @@ def redact_url(url: str) -> str:
     (``postgresql://me:secret@db/m``) or the query (``?password=secret``), and a server's token
     (``http://TOKEN@host``) replaced by ``***``.
 
-    The user part is found as libpq finds it, not as `urllib.parse.urlsplit` does: everything before the last
-    ``@`` ahead of the first ``/``. urlsplit ends it at a ``#`` or ``?``, so a password holding one (which libpq
-    takes as written) was shown whole."""
+    The user part is not found as `urllib.parse.urlsplit` finds it: that ends it at a ``#`` or ``?``, so a
+    password holding one (which libpq takes as written) was shown whole. Everything before the last ``@`` ahead
+    of the first ``/`` is hidden as the user part (libpq ends it at the first: hiding more is the safe side)."""
     scheme, sep, rest = url.partition("://")
     if not sep or len(scheme) < 2:  # a directory path (or a Windows drive) has no password
         return url
@@ -34,16 +34,24 @@ def redact_url(url: str) -> str:
 
 def split_query(url: str) -> tuple[str, str]:
     """(the URL up to its query, the query): the ``?`` that starts it is the first after the user part, which
-    may hold one (a password, as libpq reads it)."""
+    may hold one. The user part ends where libpq ends it, at the first ``@`` ahead of any ``/`` (`redact_url`
+    hides up to the last, the safe side for what is shown)."""
     scheme, sep, rest = url.partition("://")
-    at = _user_end(rest) if sep else -1
+    at = rest.find("@", 0, _index(rest, "/")) if sep else -1
     head, _, query = rest[at + 1 :].partition("?")
     return f"{scheme}{sep}{rest[: at + 1]}{head}", query
 
 
 def _user_end(rest: str) -> int:
     """The index of the ``@`` that ends the user part of ``rest`` (the URL after ``://``), or -1."""
-    at = rest.rfind("@", 0, _index(rest, "/"))
+    first = rest.find("@")
+    if first < 0:
+        return -1
+    slash = rest.find("/")
+    # The authority ends at the first "/", or without one at the first "?" after the user part: an "@" in the
+    # query (application_name=me@work) is the query's.
+    end = slash if slash >= 0 else _index(rest[first:], "?") + first
+    at = rest.rfind("@", 0, end)
     if at < 0:  # libpq sees no user part and refuses a URL whose password holds a "/": hide what looks like one
         at = rest.rfind("@", 0, _index(rest, "?"))
     return at
