@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from memdir import open_store
 from memdir._matching import EXACT_BUDGET, line_opcodes
 from memdir.gate import Caller, GatedStore
@@ -29,6 +31,16 @@ def test_beyond_the_budget_the_diff_is_coarser_and_still_right() -> None:
     new = ["a\n"] * 10_000 + ["b\n"] + ["a\n"] * 10_000
     opcodes = line_opcodes(old, new)
     assert _covers(opcodes, old, new) and any(op[0] != "equal" for op in opcodes)
+
+
+def test_a_middle_beyond_the_budget_is_one_replaced_block() -> None:
+    # A hundred distinct lines, shuffled, 3,000 of them: difflib's junk heuristic still took seconds.
+    rng = random.Random(7)
+    old = [f"line {rng.randrange(100)}\n" for _ in range(3_000)]
+    new = [f"line {rng.randrange(100)}\n" for _ in range(3_000)]
+    opcodes = line_opcodes(["same\n", *old, "end\n"], ["same\n", *new, "end\n"])
+    assert [op[0] for op in opcodes] == ["equal", "replace", "equal"]
+    assert _covers(opcodes, ["same\n", *old, "end\n"], ["same\n", *new, "end\n"])
 
 
 def test_an_edit_of_a_file_of_repeated_lines_is_screened_where_it_changed() -> None:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, MemdirError
+from ..errors import ConfigError, HeldError, MemdirError
 from ..store._records import Origin
 
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ def rehearse(store: Store, changes: list[Change], rehearsal: Store) -> list[Refu
         assert change.sha256 is not None
         try:
             rehearsal.write(change.path, store.read_blob(change.sha256), op="restore")
+        except HeldError as exc:  # the item is the rehearsal's own, in memory: not one a person could review
+            refused.append(Refused(change, f"the memory policy would hold it for review: {exc.reasons}"))
         except MemdirError as exc:
             refused.append(Refused(change, exc.reason))
     return refused
