@@ -184,10 +184,15 @@ def test_search_adds_the_memory_search_tool(
     definition = {"name": "memory_search", "description": "Search memory.", "input_schema": {"type": "object"}}
     calls: list[dict[str, Any]] = []
 
-    def search_tool(store: object) -> tuple[dict[str, Any], dict[str, Any], Any]:
-        return definition, {"type": "object"}, lambda args: calls.append(args) or ToolResult("1 hit")
+    def execute_search(store: object, args: dict[str, Any]) -> ToolResult:
+        calls.append(args)
+        return ToolResult("1 hit")
 
-    monkeypatch.setitem(sys.modules, "memdir.search", types.SimpleNamespace(search_tool=search_tool))
+    def search_tool(store: object) -> tuple[dict[str, Any], dict[str, Any], Any]:
+        return definition, {"type": "object"}, lambda args: execute_search(store, args)
+
+    fake = types.SimpleNamespace(search_tool=search_tool, execute_search=execute_search)
+    monkeypatch.setitem(sys.modules, "memdir.search", fake)
     anthropic_server.script(tool_use_reply([("memory_search", {"query": "spicy"})]), text_reply("Found it."))
     make_agent(search=True).run("Search")
     assert anthropic_server.message_requests[0].body["tools"][1] == definition

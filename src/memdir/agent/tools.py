@@ -263,18 +263,18 @@ def search_tools(memory: MemoryAccess) -> list[ToolSpec]:
     `ConfigError` when it is missing."""
     try:
         module = importlib.import_module("memdir.search")
-        factory = module.search_tool
+        definition, schema, _ = module.search_tool(memory.tool.gate)
+        execute = module.execute_search
     except (ImportError, AttributeError) as exc:
         raise ConfigError(
             "--search needs memdir's search module (memdir.search.search_tool), which is not installed here"
         ) from exc
-    definition, schema, _ = factory(memory.tool.gate)
 
     def run(arguments: dict[str, Any]) -> ToolResult:
         # Through the memory tool's gate as it is now (the agent's actor and session, and the source a tainted
         # turn set): the search is audited as the model's, like its views. Search returns its own plain result
         # (text, is_error): it depends on no door's types.
-        found = factory(memory.tool.gate)[2](arguments)
+        found = execute(memory.tool.gate, arguments)
         return found if isinstance(found, ToolResult) else ToolResult(found.text, is_error=found.is_error)
 
     # It reads only this store: its results are memory, not outside content.

@@ -43,7 +43,7 @@ _CONTROLS = [*range(0x09), *range(0x0E, 0x20), 0x7F]
 _CHARS: dict[int, str | None] = {**dict.fromkeys(_CONTROLS), **CHARS}
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["View", "undisguised"]
 
@@ -198,20 +198,34 @@ def _runs_read(piece: tuple[int, int, str, bool]) -> list[tuple[int, int, str, b
     start, _end, text, decoded = piece
     if decoded:
         return [piece]
+
+    def reads() -> Iterator[tuple[int, int, list[tuple[int, int, str, bool]]]]:
+        for match in _ENCODED.finditer(text):
+            run, at, end = match.group(), start + match.start(), match.end()
+            read = _encoded(run, at) or _segments_read(run, at)
+            if read is None:
+                continue
+            if end < len(text) and text[end].isalnum():  # after "==": the text goes on apart from the run's
+                read.append((start + end, start + end, " ", True))
+            yield match.start(), end, read
+
+    return _spliced(text, start, reads()) or [piece]
+
+
+def _spliced(
+    text: str, start: int, reads: Iterable[tuple[int, int, list[tuple[int, int, str, bool]]]]
+) -> list[tuple[int, int, str, bool]] | None:
+    """``text`` (at ``start`` in the source) as pieces, each (begin, end, pieces) of ``reads`` read in place of
+    ``text[begin:end]`` and the rest as it is; None when ``reads`` has nothing."""
     parts: list[tuple[int, int, str, bool]] = []
     cursor = 0
-    for match in _ENCODED.finditer(text):
-        read = _encoded(match.group(), start + match.start()) or _segments_read(match.group(), start + match.start())
-        if read is None:
-            continue
-        if match.start() > cursor:
-            parts.append((start + cursor, start + match.start(), text[cursor : match.start()], False))
+    for begin, end, read in reads:
+        if begin > cursor:
+            parts.append((start + cursor, start + begin, text[cursor:begin], False))
         parts.extend(read)
-        cursor = match.end()
-        if cursor < len(text) and text[cursor].isalnum():  # after "==": the text goes on apart from the run's
-            parts.append((start + cursor, start + cursor, " ", True))
+        cursor = end
     if not parts:
-        return [piece]
+        return None
     if cursor < len(text):
         parts.append((start + cursor, start + len(text), text[cursor:], False))
     return parts
@@ -255,22 +269,16 @@ def _segments_read(run: str, start: int) -> list[tuple[int, int, str, bool]] | N
     if _SEPARATORS.isdisjoint(run):
         return None
     for segments in _SEGMENTS:
-        parts: list[tuple[int, int, str, bool]] = []
-        cursor = 0
-        for segment in segments.finditer(run):
-            part = segment.group()
-            # A part that is the whole run was read as such already (`_runs_read`).
-            read = _encoded(part, start + segment.start()) if _RUN <= len(part) < len(run) else None
-            if read is None:
-                continue
-            if segment.start() > cursor:
-                parts.append((start + cursor, start + segment.start(), run[cursor : segment.start()], False))
-            parts.extend(read)
-            cursor = segment.end()
-        if parts:
-            if cursor < len(run):
-                parts.append((start + cursor, start + len(run), run[cursor:], False))
-            return parts
+        # A part that is the whole run was read as such already (`_runs_read`).
+        reads = (
+            (segment.start(), segment.end(), read)
+            for segment in segments.finditer(run)
+            if _RUN <= len(segment.group()) < len(run)
+            and (read := _encoded(segment.group(), start + segment.start())) is not None
+        )
+        found = _spliced(run, start, reads)
+        if found is not None:
+            return found
     return None
 
 

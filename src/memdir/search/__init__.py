@@ -28,7 +28,7 @@ from ._providers import (
     semantic_installed,
 )
 from ._search import Found, Mode, Searcher, searcher
-from ._tool import MAX_QUERY_CHARS, TOOL_NAME, ToolText, search_tool
+from ._tool import MAX_QUERY_CHARS, TOOL_NAME, ToolText, execute_search, search_tool
 
 if TYPE_CHECKING:
     from ..store._base import Store
@@ -48,6 +48,7 @@ __all__ = [
     "Searcher",
     "SemanticUnavailableError",
     "ToolText",
+    "execute_search",
     "format_hits",
     "hit_json",
     "reindex",
